@@ -1,0 +1,54 @@
+# inbox: PGXS build. `make && make install` builds and installs the extension;
+# `make demo` and `make test` also install what a fresh Debian 12 machine is missing.
+
+EXTENSION = inbox
+MODULE_big = inbox
+include sources.mk
+OBJS = $(INBOX_SOURCES:.cpp=.o)
+DATA = sql/inbox--1.0.sql
+REGRESS = claim apply forget bad_input privileges
+
+PG_CONFIG ?= pg_config
+
+all:
+
+# C++17, warnings as errors in our own code; PostgreSQL headers are made -isystem below.
+PG_CXXFLAGS = -std=c++17 -Wno-register -Wextra -Werror -fno-omit-frame-pointer
+SHLIB_LINK = -lstdc++
+
+# The LLVM bitcode step would compile our C++ with clang and PostgreSQL's C flags; JIT
+# inlining of these functions buys nothing, so it is off.
+override with_llvm = no
+
+# On a fresh machine pg_config arrives with `make deps`; demo and test re-invoke make after it.
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(PGXS),)
+include $(PGXS)
+override CPPFLAGS := -I$(srcdir)/src $(patsubst -I%,-isystem %,$(CPPFLAGS))
+else
+all install:
+	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
+endif
+
+.PHONY: deps demo test format lint
+
+# Installs the Debian packages the build, the demo and the tests need (no-op when present).
+deps:
+	scripts/install-deps.sh
+
+demo: deps
+	$(MAKE) all
+	scripts/as-root.sh $(MAKE) install
+	scripts/demo.sh
+
+# The suites install into a private copy of PostgreSQL (see test/run.sh), never system-wide.
+test: deps
+	$(MAKE) all
+	test/run.sh
+
+format:
+	clang-format -i src/*.cpp src/*.hpp src/pg/*.hpp test/unit/*.cpp
+
+lint:
+	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+	clang-tidy -p build/lint --quiet $(INBOX_SOURCES)

@@ -1,0 +1,7 @@
+# The one list of extension sources, read by both Makefile (PGXS) and CMakeLists.txt.
+INBOX_SOURCES = \
+	src/module.cpp \
+	src/pg/guard.cpp \
+	src/message_key.cpp \
+	src/marker_store.cpp \
+	src/apply.cpp

@@ -1,0 +1,50 @@
+-- inbox 1.0: the idempotent consumer as a database primitive.
+\echo Use "CREATE EXTENSION inbox" to load this file. \quit
+
+-- One row per processed message. The primary key is the arbiter of "first delivery"; "C"
+-- collation makes key comparison byte-wise, as message ids are opaque.
+CREATE TABLE inbox.messages (
+    consumer     text COLLATE "C" NOT NULL,
+    message_id   text COLLATE "C" NOT NULL,
+    processed_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT messages_pkey PRIMARY KEY (consumer, message_id),
+    CONSTRAINT messages_consumer_length
+        CHECK (pg_catalog.octet_length(consumer) OPERATOR(pg_catalog.<=) 64
+               AND consumer OPERATOR(pg_catalog.<>) ''),
+    CONSTRAINT messages_message_id_length
+        CHECK (pg_catalog.octet_length(message_id) OPERATOR(pg_catalog.<=) 128
+               AND message_id OPERATOR(pg_catalog.<>) '')
+);
+COMMENT ON TABLE inbox.messages IS 'Markers of processed messages: one row per (consumer, message_id).';
+
+-- Markers are user data: pg_dump includes them.
+SELECT pg_catalog.pg_extension_config_dump('inbox.messages', '');
+
+CREATE FUNCTION inbox.claim(consumer text, message_id text)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_claim';
+COMMENT ON FUNCTION inbox.claim(text, text) IS
+    'Records (consumer, message_id) in this transaction: true the first time, false for a duplicate.';
+
+CREATE FUNCTION inbox.apply(consumer text, message_id text, fn regprocedure,
+                            payload jsonb DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_apply';
+COMMENT ON FUNCTION inbox.apply(text, text, regprocedure, jsonb) IS
+    'claim, then call fn (payload) in the same transaction when the message is new.';
+
+CREATE FUNCTION inbox.forget(consumer text, message_id text)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_forget';
+COMMENT ON FUNCTION inbox.forget(text, text) IS
+    'Deletes one marker so that a deliberate redelivery is processed again.';
+
+-- Nothing is open to PUBLIC: a DBA grants USAGE on the schema and EXECUTE on the functions
+-- an application needs (see README, "Privileges").
+REVOKE ALL ON inbox.messages FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.claim(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.apply(text, text, regprocedure, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.forget(text, text) FROM PUBLIC;

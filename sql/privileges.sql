@@ -1,0 +1,68 @@
+-- An application role needs USAGE on the schema and EXECUTE on the functions it calls; it can
+-- never touch the markers directly, and handlers run with its own rights.
+CREATE ROLE regress_inbox_app;
+CREATE TABLE ledger (entry text, written_by name);
+GRANT SELECT, INSERT ON ledger TO regress_inbox_app;
+CREATE FUNCTION record_entry(payload jsonb) RETURNS void LANGUAGE sql
+    AS $$ INSERT INTO ledger VALUES (payload ->> 'entry', current_user) $$;
+CREATE FUNCTION privileged_handler(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+REVOKE EXECUTE ON FUNCTION privileged_handler(jsonb) FROM PUBLIC;
+
+-- Nothing of the extension is usable by PUBLIC out of the box.
+SET ROLE regress_inbox_app;
+SELECT inbox.claim('app', 'x');
+RESET ROLE;
+
+GRANT USAGE ON SCHEMA inbox TO regress_inbox_app;
+SET ROLE regress_inbox_app;
+SELECT inbox.claim('app', 'x');
+RESET ROLE;
+
+GRANT EXECUTE ON FUNCTION inbox.claim(text, text),
+                          inbox.apply(text, text, regprocedure, jsonb) TO regress_inbox_app;
+SET ROLE regress_inbox_app;
+SELECT inbox.claim('app', 'x') AS first, inbox.claim('app', 'x') AS again;
+SELECT inbox.apply('app', 'y', 'record_entry(jsonb)', '{"entry": "e-1"}');
+SELECT entry, written_by FROM ledger;
+
+-- The handler must be executable by the caller: apply checks it like a direct call would.
+SELECT inbox.apply('app', 'z', 'privileged_handler(jsonb)');
+
+-- Markers cannot be read, changed or deleted directly, nor forgotten without a grant.
+SELECT count(*) FROM inbox.messages;
+INSERT INTO inbox.messages (consumer, message_id) VALUES ('app', 'forged');
+UPDATE inbox.messages SET processed_at = now();
+DELETE FROM inbox.messages;
+SELECT inbox.forget('app', 'x');
+RESET ROLE;
+SELECT count(*) AS markers_for_z FROM inbox.messages WHERE message_id = 'z';
+
+-- No PUBLIC grant on any object of the extension, and no SECURITY DEFINER function.
+SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
+FROM pg_depend d
+JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+CROSS JOIN LATERAL aclexplode(c.relacl) a
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'inbox') AND a.grantee = 0
+UNION ALL
+SELECT p.oid::regprocedure::text, a.privilege_type
+FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0;
+SELECT count(*) AS security_definer_functions FROM pg_proc
+WHERE pronamespace = 'inbox'::regnamespace AND prosecdef;
+
+-- Every name inside the functions is schema-qualified: a hostile search_path in a fresh session
+-- (where the statements are prepared for the first time) changes nothing.
+CREATE SCHEMA evil;
+CREATE TABLE evil.messages (consumer text, message_id text, processed_at timestamptz);
+\c -
+SET search_path = evil, public;
+SELECT inbox.claim('app', 'search-path') AS claimed;
+SELECT count(*) AS hijacked FROM evil.messages;
+SELECT inbox.forget('app', 'search-path') AS forgotten, inbox.claim('app', 'search-path') AS claimed_again;
+RESET search_path;
+SELECT count(*) AS recorded FROM inbox.messages WHERE message_id = 'search-path';
+
+DROP SCHEMA evil CASCADE;
+DROP OWNED BY regress_inbox_app;
+DROP ROLE regress_inbox_app;

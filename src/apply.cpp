@@ -1,0 +1,110 @@
+// inbox.apply: claim the marker, then run the caller's handler in the same transaction.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "access/htup_details.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+}
+
+#include "marker_store.hpp"
+
+namespace {
+
+// The handler as resolved for one call site (kept in fn_extra), so that a loop delivering
+// thousands of messages looks the function up once, as the executor does for a direct call.
+struct Handler {
+    Oid fn;
+    bool takes_payload;
+    bool strict;
+    FmgrInfo call;
+};
+
+[[noreturn]] void reject_handler(Oid fn, const char* problem) {
+    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                    errmsg("%s cannot be an inbox handler: %s", format_procedure(fn), problem),
+                    errhint("A handler is a function taking (jsonb) or no argument.")));
+}
+
+void resolve_handler(Handler* handler, Oid fn, MemoryContext context) {
+    HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+    if (!HeapTupleIsValid(tuple))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                        errmsg("function with OID %u does not exist", fn)));
+    Form_pg_proc proc = (Form_pg_proc)GETSTRUCT(tuple);
+    char kind = proc->prokind;
+    bool returns_set = proc->proretset;
+    int nargs = proc->pronargs;
+    bool takes_jsonb = nargs == 1 && proc->proargtypes.values[0] == JSONBOID;
+    handler->strict = proc->proisstrict;
+    ReleaseSysCache(tuple);
+
+    if (kind != PROKIND_FUNCTION) reject_handler(fn, "it is not a plain function");
+    if (returns_set) reject_handler(fn, "it returns a set");
+    if (nargs != 0 && !takes_jsonb) reject_handler(fn, "it takes arguments other than (jsonb)");
+
+    // Calling through fmgr skips the executor's privilege check: the caller must be allowed to
+    // execute fn, exactly as if it had called fn itself.
+    AclResult acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+    if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
+    InvokeFunctionExecuteHook(fn);
+
+    fmgr_info_cxt(fn, &handler->call, context);
+    handler->takes_payload = takes_jsonb;
+    handler->fn = fn;
+}
+
+Handler* handler_for_call_site(FunctionCallInfo fcinfo, Oid fn) {
+    Handler* handler = static_cast<Handler*>(fcinfo->flinfo->fn_extra);
+    if (handler == nullptr) {
+        handler = static_cast<Handler*>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+                                                               sizeof(Handler)));
+        fcinfo->flinfo->fn_extra = handler;
+    }
+    if (handler->fn != fn) {
+        handler->fn = InvalidOid;  // stays invalid if resolution fails
+        resolve_handler(handler, fn, fcinfo->flinfo->fn_mcxt);
+    }
+    return handler;
+}
+
+void run_handler(Handler* handler, Datum payload, bool payload_is_null) {
+    LOCAL_FCINFO(call, 1);
+    InitFunctionCallInfoData(*call, &handler->call, handler->takes_payload ? 1 : 0, InvalidOid,
+                             nullptr, nullptr);
+    call->args[0].value = payload;
+    call->args[0].isnull = payload_is_null;
+    FunctionCallInvoke(call);
+}
+
+}  // namespace
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(inbox_apply);
+PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
+    MarkerKey key = require_marker_key(fcinfo);
+    if (PG_ARGISNULL(2))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("fn must not be NULL")));
+    Handler* handler = handler_for_call_site(fcinfo, PG_GETARG_OID(2));
+
+    bool payload_is_null = PG_ARGISNULL(3);
+    Datum payload = payload_is_null ? (Datum)0 : PG_GETARG_DATUM(3);
+    // A STRICT handler would silently not run on a NULL payload while the marker says "done".
+    if (handler->takes_payload && handler->strict && payload_is_null)
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                        errmsg("payload is NULL but %s is STRICT and would not run",
+                               format_procedure(handler->fn)),
+                        errhint("Pass a payload, or declare the handler CALLED ON NULL INPUT.")));
+
+    bool first_delivery = claim_marker(key.consumer, key.message_id);
+    if (first_delivery) run_handler(handler, payload, payload_is_null);
+    PG_RETURN_BOOL(first_delivery);
+}
+}

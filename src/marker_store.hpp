@@ -1,0 +1,29 @@
+// The marker table inbox.messages: recording a processed message and forgetting it.
+// C-style: these run on the hot path inside PostgreSQL's error handling (SPI, executor).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+}
+
+#include <cstddef>
+
+// Inserts the marker in the caller's transaction. True: first delivery, do the work. False: a
+// committed marker exists. Waits for a concurrent, uncommitted copy to commit or roll back.
+bool claim_marker(text* consumer, text* message_id);
+
+// Deletes one marker; true when there was one.
+bool forget_marker(text* consumer, text* message_id);
+
+// Returns argument `argno` as text, or raises the contract's error for a NULL, empty or
+// over-long key. `what` names the argument in the message ("consumer", "message_id").
+text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,
+                          std::size_t max_bytes);
+
+// Both keys of a marker-taking function, arguments 0 and 1, validated.
+struct MarkerKey {
+    text* consumer;
+    text* message_id;
+};
+MarkerKey require_marker_key(FunctionCallInfo fcinfo);

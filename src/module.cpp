@@ -1,0 +1,14 @@
+// Module initialisation: the library's identity and what it registers when loaded.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+PGDLLEXPORT void _PG_init(void);
+}
+
+void _PG_init(void) {
+    MarkGUCPrefixReserved("inbox");
+}

@@ -1,0 +1,21 @@
+#include "pg/guard.hpp"
+
+#include <cstring>
+
+namespace pg::detail {
+
+const char* keep_message(const char* message) noexcept {
+    static char buffer[1024];
+    std::strncpy(buffer, message, sizeof(buffer) - 1);
+    buffer[sizeof(buffer) - 1] = '\0';
+    return buffer;
+}
+
+void raise(const PendingError& pending) {
+    if (pending.postgres != nullptr) ReThrowError(pending.postgres);
+    ereport(ERROR, (errcode(pending.sqlstate), errmsg("%s", pending.message),
+                    pending.hint ? errhint("%s", pending.hint) : 0));
+    pg_unreachable();
+}
+
+}  // namespace pg::detail

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Runs the test suites against the extension as built in this tree:
+#   test/run.sh [unit|regress|isolation|pgtap|tap ...]     (default: all of them)
+#
+# The suites never touch the system's PostgreSQL installation: PostgreSQL's binaries are
+# relocatable, so the script copies them into a private root, runs `make install DESTDIR=` into
+# it, and starts every server from there. Several trees can be tested at once, and no root
+# privileges are needed beyond what is already installed.
+#
+# PostgreSQL refuses to run as root, so when started as root every server (and every client that
+# starts servers, such as the TAP tests) runs as the unprivileged user "postgres", in a private
+# work directory. Servers listen only on a Unix socket inside it: suites never collide on ports.
+set -uo pipefail
+
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+system_pg_config=$(command -v pg_config)
+suites=("$@")
+((${#suites[@]})) || suites=(unit regress isolation pgtap tap)
+
+if [ "$(id -u)" -eq 0 ]; then test_user=postgres; else test_user=$(id -un); fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
+cp -r "$source_dir/sql" "$source_dir/expected" "$source_dir/test" "$work/"
+
+# The private installation: PostgreSQL as packaged, plus this tree's extension.
+root="$work/root"
+for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
+    mkdir -p "$root$(dirname "$dir")"
+    [ -e "$root$dir" ] || cp -a "$dir" "$root$dir"
+done
+make -s -C "$source_dir" install DESTDIR="$root" >/dev/null || { echo "make install failed"; exit 1; }
+pg_bindir="$root$(pg_config --bindir)"
+pgxs_dir="$root$(dirname "$(pg_config --pgxs)")/.."
+chown -R "$test_user" "$work" 2>/dev/null || true
+export PATH="$pg_bindir:$PATH"
+
+as_test_user() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u "$test_user" -- env PATH="$PATH" "$@"
+    else
+        "$@"
+    fi
+}
+
+# The cluster shared by the SQL-level suites (regress, isolation, pgtap).
+cluster="$work/cluster"
+start_cluster() {
+    as_test_user initdb -D "$cluster" -A trust -U postgres --no-sync >"$work/initdb.log" 2>&1 ||
+        { cat "$work/initdb.log"; return 1; }
+    cat >>"$cluster/postgresql.conf" <<EOF
+listen_addresses = ''
+unix_socket_directories = '$work'
+shared_preload_libraries = 'inbox'
+max_prepared_transactions = 10
+fsync = off
+log_line_prefix = '%m [%p] %q%a '
+EOF
+    as_test_user pg_ctl -D "$cluster" -l "$work/cluster.log" -w start >/dev/null
+}
+stop_cluster() {
+    [ -f "$cluster/postmaster.pid" ] && as_test_user pg_ctl -D "$cluster" -m fast -w stop >/dev/null
+}
+trap stop_cluster EXIT
+
+run_unit() {
+    local build="$source_dir/build/unit"
+    cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPG_CONFIG="$system_pg_config" >/dev/null &&
+        cmake --build "$build" -j2 >/dev/null &&
+        (cd "$build" && ctest --output-on-failure)
+}
+
+run_regress() {
+    local tests
+    tests=$(sed -n 's/^REGRESS *= *//p' "$source_dir/Makefile")
+    as_test_user "$pgxs_dir/test/regress/pg_regress" --host="$work" \
+        --user=postgres --inputdir="$work" --outputdir="$work/regress" \
+        --dbname=inbox_regress $tests
+    local rc=$?
+    ((rc == 0)) || cat "$work/regress/regression.diffs" 2>/dev/null
+    return $rc
+}
+
+run_isolation() {
+    local specs
+    specs=$(cd "$work/test/isolation/specs" && ls *.spec | sed 's/\.spec$//')
+    as_test_user "$pgxs_dir/test/isolation/pg_isolation_regress" --host="$work" \
+        --user=postgres --inputdir="$work/test/isolation" --outputdir="$work/isolation" \
+        --dbname=inbox_isolation $specs
+    local rc=$?
+    ((rc == 0)) || cat "$work/isolation/regression.diffs" 2>/dev/null
+    return $rc
+}
+
+run_pgtap() {
+    as_test_user psql -h "$work" -U postgres -d postgres -qc 'CREATE DATABASE inbox_pgtap' &&
+        as_test_user psql -h "$work" -U postgres -d inbox_pgtap -qc \
+            'CREATE EXTENSION pgtap; CREATE EXTENSION inbox' &&
+        as_test_user pg_prove -h "$work" -U postgres -d inbox_pgtap "$work"/test/pgtap/*.sql
+}
+
+run_tap() {
+    mkdir -p "$work/tap" && chown "$test_user" "$work/tap" 2>/dev/null
+    (cd "$work" && as_test_user env PERL5LIB="$pgxs_dir/test/perl" \
+        PG_REGRESS="$pgxs_dir/test/regress/pg_regress" TESTDIR="$work/tap" \
+        INBOX_SOURCE_DIR="$work" prove -I "$work/test/t" "$work"/test/t/*.pl)
+}
+
+# A backend that died of a signal is a failure even when every assertion passed. Tests that
+# kill a process on purpose write its pid to $TESTDIR/deliberate-kills.
+check_server_logs() {
+    local allowed pattern found
+    allowed=$(cat "$work"/tap/deliberate-kills 2>/dev/null | sed 's/.*/(PID &)/' | paste -sd'|')
+    pattern='terminated by signal'
+    found=$(grep -rh --include='*.log' "$pattern" "$work" 2>/dev/null |
+        { if [ -n "$allowed" ]; then grep -Ev "$allowed"; else cat; fi; })
+    [ -z "$found" ] && return 0
+    echo "server logs show a process terminated by a signal:"
+    echo "$found"
+    return 1
+}
+
+passed=0
+failed=0
+record() {
+    if [ "$2" -eq 0 ]; then
+        passed=$((passed + 1)); echo "== suite $1: ok"
+    else
+        failed=$((failed + 1)); echo "== suite $1: FAILED"
+    fi
+}
+
+need_cluster=0
+for suite in "${suites[@]}"; do
+    case $suite in regress | isolation | pgtap) need_cluster=1 ;; esac
+done
+if ((need_cluster)); then start_cluster || { echo "could not start a test cluster"; exit 1; }; fi
+
+for suite in "${suites[@]}"; do
+    echo "== suite $suite"
+    "run_$suite"
+    record "$suite" $?
+done
+
+stop_cluster
+check_server_logs
+record "server-logs" $?
+
+echo "$passed passed, $failed failed"
+if ((failed)); then
+    echo "work directory kept for inspection: $work"
+    exit 1
+fi
+rm -rf "$work"
