@@ -15,6 +15,9 @@ CREATE TABLE inbox.messages (
         CHECK (pg_catalog.octet_length(message_id) OPERATOR(pg_catalog.<=) 128
                AND message_id OPERATOR(pg_catalog.<>) '')
 );
+-- Serves retention (expired markers of each consumer, oldest first) and the per-consumer
+-- oldest marker in inbox.stats.
+CREATE INDEX messages_consumer_processed_at ON inbox.messages (consumer, processed_at);
 COMMENT ON TABLE inbox.messages IS 'Markers of processed messages: one row per (consumer, message_id).';
 
 -- Markers are user data: pg_dump includes them.
