@@ -17,7 +17,7 @@ system_pg_config=$(command -v pg_config)
 suites=("$@")
 ((${#suites[@]})) || suites=(unit regress isolation pgtap tap)
 
-if [ "$(id -u)" -eq 0 ]; then test_user=postgres; else test_user=$(id -un); fi
+source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
 cp -r "$source_dir/sql" "$source_dir/expected" "$source_dir/test" "$work/"
 
@@ -30,36 +30,12 @@ done
 make -s -C "$source_dir" install DESTDIR="$root" >/dev/null || { echo "make install failed"; exit 1; }
 pg_bindir="$root$(pg_config --bindir)"
 pgxs_dir="$root$(dirname "$(pg_config --pgxs)")/.."
-chown -R "$test_user" "$work" 2>/dev/null || true
+chown -R "$cluster_user" "$work" 2>/dev/null || true
 export PATH="$pg_bindir:$PATH"
 
-as_test_user() {
-    if [ "$(id -u)" -eq 0 ]; then
-        runuser -u "$test_user" -- env PATH="$PATH" "$@"
-    else
-        "$@"
-    fi
-}
-
 # The cluster shared by the SQL-level suites (regress, isolation, pgtap).
-cluster="$work/cluster"
-start_cluster() {
-    as_test_user initdb -D "$cluster" -A trust -U postgres --no-sync >"$work/initdb.log" 2>&1 ||
-        { cat "$work/initdb.log"; return 1; }
-    cat >>"$cluster/postgresql.conf" <<EOF
-listen_addresses = ''
-unix_socket_directories = '$work'
-shared_preload_libraries = 'inbox'
-max_prepared_transactions = 10
-fsync = off
-log_line_prefix = '%m [%p] %q%a '
-EOF
-    as_test_user pg_ctl -D "$cluster" -l "$work/cluster.log" -w start >/dev/null
-}
-stop_cluster() {
-    [ -f "$cluster/postmaster.pid" ] && as_test_user pg_ctl -D "$cluster" -m fast -w stop >/dev/null
-}
-trap stop_cluster EXIT
+socket_dir="$work/cluster"
+trap cluster_stop EXIT
 
 run_unit() {
     local build="$source_dir/build/unit"
@@ -71,7 +47,7 @@ run_unit() {
 run_regress() {
     local tests
     tests=$(sed -n 's/^REGRESS *= *//p' "$source_dir/Makefile")
-    as_test_user "$pgxs_dir/test/regress/pg_regress" --host="$work" \
+    as_cluster_user "$pgxs_dir/test/regress/pg_regress" --host="$socket_dir" \
         --user=postgres --inputdir="$work" --outputdir="$work/regress" \
         --dbname=inbox_regress $tests
     local rc=$?
@@ -82,7 +58,7 @@ run_regress() {
 run_isolation() {
     local specs
     specs=$(cd "$work/test/isolation/specs" && ls *.spec | sed 's/\.spec$//')
-    as_test_user "$pgxs_dir/test/isolation/pg_isolation_regress" --host="$work" \
+    as_cluster_user "$pgxs_dir/test/isolation/pg_isolation_regress" --host="$socket_dir" \
         --user=postgres --inputdir="$work/test/isolation" --outputdir="$work/isolation" \
         --dbname=inbox_isolation $specs
     local rc=$?
@@ -91,15 +67,15 @@ run_isolation() {
 }
 
 run_pgtap() {
-    as_test_user psql -h "$work" -U postgres -d postgres -qc 'CREATE DATABASE inbox_pgtap' &&
-        as_test_user psql -h "$work" -U postgres -d inbox_pgtap -qc \
+    as_cluster_user psql -h "$socket_dir" -U postgres -d postgres -qc 'CREATE DATABASE inbox_pgtap' &&
+        as_cluster_user psql -h "$socket_dir" -U postgres -d inbox_pgtap -qc \
             'CREATE EXTENSION pgtap; CREATE EXTENSION inbox' &&
-        as_test_user pg_prove -h "$work" -U postgres -d inbox_pgtap "$work"/test/pgtap/*.sql
+        as_cluster_user pg_prove -h "$socket_dir" -U postgres -d inbox_pgtap "$work"/test/pgtap/*.sql
 }
 
 run_tap() {
-    mkdir -p "$work/tap" && chown "$test_user" "$work/tap" 2>/dev/null
-    (cd "$work" && as_test_user env PERL5LIB="$pgxs_dir/test/perl" \
+    mkdir -p "$work/tap" && chown "$cluster_user" "$work/tap" 2>/dev/null
+    (cd "$work" && as_cluster_user env PERL5LIB="$pgxs_dir/test/perl" \
         PG_REGRESS="$pgxs_dir/test/regress/pg_regress" TESTDIR="$work/tap" \
         INBOX_SOURCE_DIR="$work" prove -I "$work/test/t" "$work"/test/t/*.pl)
 }
@@ -132,7 +108,10 @@ need_cluster=0
 for suite in "${suites[@]}"; do
     case $suite in regress | isolation | pgtap) need_cluster=1 ;; esac
 done
-if ((need_cluster)); then start_cluster || { echo "could not start a test cluster"; exit 1; }; fi
+if ((need_cluster)); then
+    cluster_start "$pg_bindir" "$socket_dir" "shared_preload_libraries = 'inbox'" "fsync = off" \
+        "log_line_prefix = '%m [%p] %q%a '" || { echo "could not start a test cluster"; exit 1; }
+fi
 
 for suite in "${suites[@]}"; do
     echo "== suite $suite"
@@ -140,7 +119,7 @@ for suite in "${suites[@]}"; do
     record "$suite" $?
 done
 
-stop_cluster
+cluster_stop
 check_server_logs
 record "server-logs" $?
 
