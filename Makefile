@@ -46,8 +46,9 @@ test: deps
 	$(MAKE) all
 	test/run.sh
 
+CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp)
 format:
-	clang-format -i src/*.cpp src/*.hpp src/pg/*.hpp test/unit/*.cpp
+	clang-format -i $(CXX_FILES)
 
 lint:
 	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null

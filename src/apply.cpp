@@ -63,8 +63,8 @@ void resolve_handler(Handler* handler, Oid fn, MemoryContext context) {
 Handler* handler_for_call_site(FunctionCallInfo fcinfo, Oid fn) {
     Handler* handler = static_cast<Handler*>(fcinfo->flinfo->fn_extra);
     if (handler == nullptr) {
-        handler = static_cast<Handler*>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
-                                                               sizeof(Handler)));
+        handler =
+            static_cast<Handler*>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(Handler)));
         fcinfo->flinfo->fn_extra = handler;
     }
     if (handler->fn != fn) {

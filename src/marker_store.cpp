@@ -90,8 +90,8 @@ bool execute_for_marker(MarkerStatement* statement, text* consumer, text* messag
     Oid caller;
     int caller_context;
     GetUserIdAndSecContext(&caller, &caller_context);
-    SetUserIdAndSecContext(owner, caller_context | SECURITY_LOCAL_USERID_CHANGE |
-                                      SECURITY_RESTRICTED_OPERATION);
+    SetUserIdAndSecContext(
+        owner, caller_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
     int rc = SPI_execute_plan(statement->plan, values, nullptr, false, 0);
     SetUserIdAndSecContext(caller, caller_context);
 

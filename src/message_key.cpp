@@ -9,8 +9,9 @@ extern "C" {
 text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,
                           std::size_t max_bytes) {
     if (PG_ARGISNULL(argno))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", what),
-                        errhint("Every message needs a consumer name and a message id.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", what),
+                 errhint("Every message needs a consumer name and a message id.")));
 
     text* key = PG_GETARG_TEXT_PP(argno);
     std::size_t length = VARSIZE_ANY_EXHDR(key);
@@ -20,9 +21,10 @@ text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,
                             errmsg("%s must not be empty", what)));
             break;
         case inbox::KeyProblem::too_long:
-            ereport(ERROR, (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-                            errmsg("%s is %zu bytes long, the limit is %zu", what, length, max_bytes),
-                            errhint("Use a shorter identifier, or a hash of it.")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+                     errmsg("%s is %zu bytes long, the limit is %zu", what, length, max_bytes),
+                     errhint("Use a shorter identifier, or a hash of it.")));
             break;
         case inbox::KeyProblem::none:
             break;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
-#   test/run.sh [unit|regress|isolation|pgtap|tap ...]     (default: all of them)
+#   test/run.sh [style|unit|regress|isolation|pgtap|tap ...]     (default: all of them)
 #
 # The suites never touch the system's PostgreSQL installation: PostgreSQL's binaries are
 # relocatable, so the script copies them into a private root, runs `make install DESTDIR=` into
@@ -15,7 +15,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 system_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(unit regress isolation pgtap tap)
+((${#suites[@]})) || suites=(style unit regress isolation pgtap tap)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -36,6 +36,11 @@ export PATH="$pg_bindir:$PATH"
 # The cluster shared by the SQL-level suites (regress, isolation, pgtap).
 socket_dir="$work/cluster"
 trap cluster_stop EXIT
+
+run_style() {
+    (cd "$source_dir" && clang-format --dry-run -Werror \
+        src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp)
+}
 
 run_unit() {
     local build="$source_dir/build/unit"

@@ -24,25 +24,25 @@ namespace pg {
 
 // A PostgreSQL error caught by guarded(), rethrown intact at the SQL boundary.
 class Error : public std::exception {
-public:
+  public:
     explicit Error(ErrorData* data) : data_(data) {}
     ErrorData* data() const { return data_; }
     const char* what() const noexcept override { return data_->message; }
 
-private:
+  private:
     ErrorData* data_;  // palloc'd in the memory context that was current at the call
 };
 
 // An error our own C++ code detects, with the SQLSTATE it should carry.
 class UserError : public std::exception {
-public:
+  public:
     UserError(int sqlstate, const char* message, const char* hint = nullptr)
         : sqlstate_(sqlstate), message_(message), hint_(hint) {}
     int sqlstate() const { return sqlstate_; }
     const char* what() const noexcept override { return message_; }
     const char* hint() const { return hint_; }
 
-private:
+  private:
     int sqlstate_;
     const char* message_;  // palloc'd or static: outlives the exception
     const char* hint_;
