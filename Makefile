@@ -30,7 +30,7 @@ all install:
 	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
 endif
 
-.PHONY: deps demo test format lint
+.PHONY: deps demo test format format-check lint
 
 # Installs the Debian packages the build, the demo and the tests need (no-op when present).
 deps:
@@ -49,6 +49,8 @@ test: deps
 CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp)
 format:
 	clang-format -i $(CXX_FILES)
+format-check:
+	clang-format --dry-run -Werror $(CXX_FILES)
 
 lint:
 	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null

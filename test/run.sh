@@ -38,8 +38,7 @@ socket_dir="$work/cluster"
 trap cluster_stop EXIT
 
 run_style() {
-    (cd "$source_dir" && clang-format --dry-run -Werror \
-        src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp)
+    make -s -C "$source_dir" format-check
 }
 
 run_unit() {
