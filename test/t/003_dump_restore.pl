@@ -1,0 +1,53 @@
+# Markers are user data: after pg_dump and pg_restore into a new database, every message that
+# was processed before is still a duplicate, and new ones are processed.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->start;
+
+$node->safe_psql('postgres', q{
+    CREATE DATABASE source;
+});
+$node->safe_psql('source', q{
+    CREATE EXTENSION inbox;
+    SELECT inbox.claim('billing', 'msg-' || g) FROM generate_series(1, 100) g;
+    SELECT inbox.claim('shipping', 'msg-1');
+    UPDATE inbox.messages SET processed_at = '2026-01-02 03:04:05+00' WHERE message_id = 'msg-1';
+});
+
+my $dump = "${PostgreSQL::Test::Utils::tmp_check}/source.dump";
+$node->command_ok(['pg_dump', '--format=custom', '--file', $dump,
+    '--dbname', $node->connstr('source')], 'pg_dump');
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+$node->command_ok(['pg_restore', '--exit-on-error', '--dbname', $node->connstr('restored'), $dump],
+    'pg_restore');
+
+is($node->safe_psql('restored', 'SELECT count(*) FROM inbox.messages'), '101',
+    'every marker restored');
+is($node->safe_psql('restored',
+    q{SELECT processed_at FROM inbox.messages WHERE consumer = 'billing' AND message_id = 'msg-1'}),
+    '2026-01-02 03:04:05+00', 'with its processing time');
+is($node->safe_psql('restored', q{SELECT inbox.claim('billing', 'msg-42')}), 'f',
+    'a message processed before the dump is a duplicate after the restore');
+is($node->safe_psql('restored', q{SELECT inbox.claim('billing', 'msg-101')}), 't',
+    'a new message is processed');
+is($node->safe_psql('restored',
+    q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox' AND extconfig IS NOT NULL}), '1',
+    'the marker table is still registered for the next dump');
+
+# A plain-SQL dump restores the same way.
+$node->command_ok(['pg_dump', '--file', "$dump.sql", '--dbname', $node->connstr('source')],
+    'plain pg_dump');
+$node->safe_psql('postgres', 'CREATE DATABASE restored_plain');
+$node->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', "$dump.sql",
+    '-d', $node->connstr('restored_plain')], 'restore with psql');
+is($node->safe_psql('restored_plain', q{SELECT inbox.claim('shipping', 'msg-1')}), 'f',
+    'markers restored from a plain dump are duplicates too');
+
+$node->stop;
+done_testing();
