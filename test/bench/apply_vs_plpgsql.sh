@@ -62,7 +62,27 @@ INSERT INTO inbox.messages (consumer, message_id) VALUES ('bench-insert', 'm-' |
 ON CONFLICT (consumer, message_id) DO NOTHING;
 SQL
 
-echo "apply vs hand-written PL/pgSQL ($clients clients, ${seconds}s runs, $rounds rounds)"
+echo "pgbench: apply vs hand-written PL/pgSQL ($clients clients, ${seconds}s runs, $rounds rounds)"
 pgbench_compare apply by_hand
-echo "claim vs bare INSERT ... ON CONFLICT DO NOTHING"
+echo "pgbench: claim vs bare INSERT ... ON CONFLICT DO NOTHING"
 pgbench_compare claim insert
+
+# Per-call cost without client round trips or commits: one statement delivers 50,000 new
+# messages, so only the function's own work differs. Timed by the server, rounds interleaved.
+statement_ms() {
+    cluster_psql -A -t -c "\\timing on" -c "$1" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+}
+echo "one statement, 50,000 messages: apply vs hand-written PL/pgSQL (ms, lower is better)"
+ratios=()
+for round in $(seq "$rounds"); do
+    ours=$(statement_ms "SELECT count(*) FILTER (WHERE inbox.apply('loop-apply-$round', 'm-' || g,
+        'credit(jsonb)', jsonb_build_object('account', g % 1000 + 1, 'amount', 7)))
+        FROM generate_series(1, 50000) g")
+    theirs=$(statement_ms "SELECT count(*) FILTER (WHERE apply_by_hand('loop-hand-$round', 'm-' || g,
+        jsonb_build_object('account', g % 1000 + 1, 'amount', 7)))
+        FROM generate_series(1, 50000) g")
+    ratios+=("$(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.6f", b / a}')")
+    printf '  round %d: apply %8.0f ms  by_hand %8.0f ms  speed ratio %.3f\n' "$round" "$ours" "$theirs" "${ratios[-1]}"
+done
+printf '%s\n' "${ratios[@]}" | median_ratio "speed apply / by_hand"
+

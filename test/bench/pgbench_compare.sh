@@ -3,6 +3,7 @@
 #   pgbench_script NAME < script        writes $work/NAME.sql
 #   pgbench_tps NAME                    one run, prints transactions per second
 #   pgbench_compare OURS THEIRS         $rounds rounds, order alternated; prints the median ratio
+#   median_ratio LABEL < ratios         prints the median of one ratio a line
 
 pgbench_script() {
     cat >"$work/$1.sql"
@@ -28,7 +29,9 @@ pgbench_compare() {
         awk -v r="$round" -v o="$ours" -v t="$theirs" -v a="$a" -v b="$b" \
             'BEGIN {printf "  round %d: %-8s %8.0f tps  %-8s %8.0f tps  ratio %.3f\n", r, o, a, t, b, a / b}'
     done
-    printf '%s\n' "${results[@]}" | awk '{printf "%.6f\n", $1 / $2}' | sort -n |
-        awk -v o="$ours" -v t="$theirs" \
-            '{ratio[NR] = $1} END {printf "median %s / %s: %.3f\n", o, t, ratio[int((NR + 1) / 2)]}'
+    printf '%s\n' "${results[@]}" | awk '{printf "%.6f\n", $1 / $2}' | median_ratio "$ours / $theirs"
+}
+
+median_ratio() {
+    sort -n | awk -v label="$1" '{r[NR] = $1} END {printf "median %s: %.3f\n", label, r[int((NR + 1) / 2)]}'
 }
