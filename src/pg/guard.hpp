@@ -54,7 +54,7 @@ auto guarded(F&& call) -> decltype(call()) {
     static_assert(std::is_void<Result>::value || std::is_trivially_copyable<Result>::value,
                   "guarded() returns plain values: pointers, Datums, scalars");
     MemoryContext caller_context = CurrentMemoryContext;
-    ErrorData* error = nullptr;
+    ErrorData* volatile error = nullptr;  // assigned in PG_CATCH, read after the longjmp
     // volatile: assigned inside PG_TRY and read after a possible longjmp
     typename std::conditional<std::is_void<Result>::value, int, Result>::type volatile result{};
 
