@@ -134,13 +134,15 @@ void claim_stats_init() {
     DefineCustomBoolVariable("inbox.track_stats", "Counts claims per consumer for inbox.stats.",
                              "Off, claims are not counted; the counters keep their values.",
                              &track_stats, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    // A postmaster setting can only be defined while the postmaster loads the library.
+    if (!process_shared_preload_libraries_in_progress) return;
     DefineCustomIntVariable(
         "inbox.max_consumers",
         "Consumers whose claims are counted separately, all databases together.",
         "Claims of further consumers are counted together, per database, in inbox.stats' row "
         "with a NULL consumer.",
         &stats_max_consumers, 1000, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    if (process_shared_preload_libraries_in_progress) stats_table_install_hooks();
+    stats_table_install_hooks();
 }
 
 bool count_claim(text* consumer, bool inserted) {

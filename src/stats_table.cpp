@@ -2,6 +2,8 @@
 // them across a clean restart. See stats_table.hpp.
 extern "C" {
 #include "postgres.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/fd.h"
@@ -149,10 +151,26 @@ void save_counters(int code, Datum) {
     }
 }
 
+// The file is trusted only after a clean shutdown. An immediate shutdown also exits the
+// postmaster normally (and so writes the file), but is followed by crash recovery: like
+// PostgreSQL's own statistics, the counters then start from zero.
+bool shut_down_cleanly() {
+    bool crc_ok;
+    ControlFileData* control = get_controlfile(DataDir, &crc_ok);
+    bool clean =
+        crc_ok && (control->state == DB_SHUTDOWNED || control->state == DB_SHUTDOWNED_IN_RECOVERY);
+    pfree(control);
+    return clean;
+}
+
 // In the postmaster, before any backend exists. Entries beyond a lowered inbox.max_consumers
 // are added to their database row, as new consumers would be.
 void load_counters() {
     shared->counting_since = GetCurrentTimestamp();
+    if (!shut_down_cleanly()) {
+        unlink(STATS_DUMP_FILE);
+        return;
+    }
     FILE* file = AllocateFile(STATS_DUMP_FILE, PG_BINARY_R);
     if (file == nullptr) {
         if (errno != ENOENT)
