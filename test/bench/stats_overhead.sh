@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The hot-path cost of the claim counters: the same pgbench traffic with inbox.track_stats on
+# and off (set per connection through PGOPTIONS), interleaved round by round in one throwaway
+# cluster, for two kinds of claims:
+#   new         first deliveries: counted as pending, published by the commit callback
+#   duplicate   repeats of committed markers: counted in shared memory when answered
+# Prints tps per run and the median ratio on / off per kind (1.000 = no cost).
+#   test/bench/stats_overhead.sh [rounds] [seconds per run] [clients]
+set -euo pipefail
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+rounds=${1:-15}
+seconds=${2:-3}
+clients=${3:-2}
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+source "$source_dir/test/bench/private_cluster.sh"
+private_cluster_start "fsync = off" "synchronous_commit = off" "max_wal_size = '4GB'"
+
+# Four consumers; 1,000 committed markers each for the duplicate traffic.
+cluster_psql -c 'CREATE EXTENSION inbox' -c "
+    INSERT INTO inbox.messages (consumer, message_id)
+    SELECT 'bench-' || c, 'known-' || m FROM generate_series(1, 4) c, generate_series(1, 1000) m"
+cat >"$work/new.sql" <<'SQL'
+\set c random(1, 4)
+\set m random(1, 1000000000000)
+SELECT inbox.claim('bench-' || :c, 'new-' || :m);
+SQL
+cat >"$work/duplicate.sql" <<'SQL'
+\set c random(1, 4)
+\set m random(1, 1000)
+SELECT inbox.claim('bench-' || :c, 'known-' || :m);
+SQL
+chmod 644 "$work"/*.sql
+
+tps() {  # tps KIND on|off
+    as_cluster_user env PGOPTIONS="-c inbox.track_stats=$2" pgbench -h "$cluster_dir" -U postgres \
+        -n -M prepared -c "$clients" -j "$clients" -T "$seconds" -f "$work/$1.sql" postgres |
+        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+
+for kind in new duplicate; do
+    echo "$kind claims: $rounds rounds of ${seconds}s per setting, $clients clients"
+    ratios=()
+    for round in $(seq "$rounds"); do
+        if ((round % 2)); then
+            on=$(tps "$kind" on); off=$(tps "$kind" off)
+        else
+            off=$(tps "$kind" off); on=$(tps "$kind" on)
+        fi
+        ratio=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')
+        ratios+=("$ratio")
+        printf '  round %d: counting on %8.0f tps, off %8.0f tps, ratio %s\n' \
+            "$round" "$on" "$off" "$ratio"
+    done
+    printf '%s\n' "${ratios[@]}" | sort -n |
+        awk -v k="$kind" '{r[NR] = $1} END {printf "%s claims: median ratio on / off = %.3f\n", k, r[int((NR + 1) / 2)]}'
+done
+cluster_psql -c 'SELECT consumer, applied, duplicates FROM inbox.stats ORDER BY consumer'
+rm -rf "$work"
