@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The hot-path cost of the claim counters: the same pgbench traffic with inbox.track_stats on
-# and off (set per connection through PGOPTIONS), interleaved round by round in one throwaway
-# cluster, for two kinds of claims:
+# and off (set per connection through PGOPTIONS) in one throwaway cluster. In each round the two
+# settings run side by side, one pgbench each, for the same seconds: both see the same load from
+# the rest of the machine, which would otherwise swamp a difference of a few percent. Two kinds
+# of claims:
 #   new         first deliveries: counted as pending, published by the commit callback
 #   duplicate   repeats of committed markers: counted in shared memory when answered
 # Prints tps per run and the median ratio on / off per kind (1.000 = no cost).
-#   test/bench/stats_overhead.sh [rounds] [seconds per run] [clients]
+#   test/bench/stats_overhead.sh [rounds] [seconds per round] [clients per setting]
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-rounds=${1:-15}
-seconds=${2:-3}
-clients=${3:-2}
+rounds=${1:-10}
+seconds=${2:-5}
+clients=${3:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 private_cluster_start "fsync = off" "synchronous_commit = off" "max_wal_size = '4GB'"
@@ -31,28 +33,29 @@ SELECT inbox.claim('bench-' || :c, 'known-' || :m);
 SQL
 chmod 644 "$work"/*.sql
 
-tps() {  # tps KIND on|off
+run() {  # run KIND on|off: pgbench in the background, its report in $work/KIND-SETTING.out
     as_cluster_user env PGOPTIONS="-c inbox.track_stats=$2" pgbench -h "$cluster_dir" -U postgres \
-        -n -M prepared -c "$clients" -j "$clients" -T "$seconds" -f "$work/$1.sql" postgres |
-        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+        -n -M prepared -c "$clients" -j "$clients" -T "$seconds" -f "$work/$1.sql" postgres \
+        >"$work/$1-$2.out" 2>&1 &
 }
+tps() { sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/$1-$2.out"; }
 
 for kind in new duplicate; do
-    echo "$kind claims: $rounds rounds of ${seconds}s per setting, $clients clients"
+    echo "$kind claims: $rounds rounds of ${seconds}s, $clients client(s) per setting side by side"
     ratios=()
     for round in $(seq "$rounds"); do
-        if ((round % 2)); then
-            on=$(tps "$kind" on); off=$(tps "$kind" off)
-        else
-            off=$(tps "$kind" off); on=$(tps "$kind" on)
-        fi
+        run "$kind" on
+        run "$kind" off
+        wait
+        on=$(tps "$kind" on)
+        off=$(tps "$kind" off)
         ratio=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')
         ratios+=("$ratio")
         printf '  round %d: counting on %8.0f tps, off %8.0f tps, ratio %s\n' \
             "$round" "$on" "$off" "$ratio"
     done
     printf '%s\n' "${ratios[@]}" | sort -n |
-        awk -v k="$kind" '{r[NR] = $1} END {printf "%s claims: median ratio on / off = %.3f\n", k, r[int((NR + 1) / 2)]}'
+        awk -v k="$kind" '{r[NR] = $1} END {printf "%s claims: median ratio on / off = %.3f (range %.3f - %.3f)\n", k, r[int((NR + 1) / 2)], r[1], r[NR]}'
 done
 cluster_psql -c 'SELECT consumer, applied, duplicates FROM inbox.stats ORDER BY consumer'
 rm -rf "$work"
