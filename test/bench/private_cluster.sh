@@ -1,6 +1,6 @@
 # Builds this tree, installs it into a private copy of PostgreSQL under $work/root (as
 # test/run.sh does: nothing system-wide) and starts a throwaway cluster there with the extension
-# preloaded. Sourced by the statistics benchmarks:
+# preloaded; stops it and removes $work on exit. Sourced by the statistics benchmarks:
 #   private_cluster_start [postgresql.conf line ...]     needs $source_dir and $work
 source "$source_dir/scripts/cluster.sh"
 
@@ -15,7 +15,7 @@ private_cluster_start() {
     make -s -C "$source_dir" install DESTDIR="$root" >/dev/null
     chown -R "$cluster_user" "$work" 2>/dev/null || true
     export PATH="$bindir:$PATH"
-    trap cluster_stop EXIT
+    trap 'cluster_stop; rm -rf "$work"' EXIT
     cluster_start "$bindir" "$work/cluster" \
         "shared_preload_libraries = 'inbox'" "$@"
 }

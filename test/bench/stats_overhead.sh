@@ -69,4 +69,3 @@ for kind in new duplicate; do
     summary "$kind claims, control ratio off / off" "${controls[@]}"
 done
 cluster_psql -c 'SELECT consumer, applied, duplicates FROM inbox.stats ORDER BY consumer'
-rm -rf "$work"

@@ -50,4 +50,3 @@ for kind in new duplicate; do
             /\[\.\] (count_claim|\(anonymous namespace\)::on_transaction_end) / { counting += $1 }
             END { printf "%s claims (%d): %.2f%% of the backend CPU in inbox.claim, %.2f%% counting: throughput ratio on / off about %.4f\n", k, n, claim, counting, 1 - counting / 100 }'
 done
-rm -rf "$work"

@@ -35,4 +35,3 @@ cluster_psql -c "
     JOIN (SELECT consumer, count(*) AS exact FROM inbox.messages GROUP BY consumer) e
       ON e.consumer = s.consumer
     ORDER BY s.consumer"
-rm -rf "$work"
