@@ -4,4 +4,7 @@ INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/message_key.cpp \
 	src/marker_store.cpp \
-	src/apply.cpp
+	src/apply.cpp \
+	src/stats_table.cpp \
+	src/claim_stats.cpp \
+	src/stats_functions.cpp

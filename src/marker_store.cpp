@@ -13,6 +13,7 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include "claim_stats.hpp"
 #include "marker_store.hpp"
 
 namespace {
@@ -104,7 +105,7 @@ bool execute_for_marker(MarkerStatement* statement, text* consumer, text* messag
 }  // namespace
 
 bool claim_marker(text* consumer, text* message_id) {
-    return execute_for_marker(&insert_marker, consumer, message_id);
+    return count_claim(consumer, execute_for_marker(&insert_marker, consumer, message_id));
 }
 
 bool forget_marker(text* consumer, text* message_id) {

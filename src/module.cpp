@@ -9,6 +9,9 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
+#include "claim_stats.hpp"
+
 void _PG_init(void) {
+    claim_stats_init();
     MarkGUCPrefixReserved("inbox");
 }

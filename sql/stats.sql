@@ -1,0 +1,140 @@
+-- inbox.stats: exact claim counters (the library is preloaded in this cluster) and the markers
+-- retained. Consumers of this file start with "st-"; counters of this database start from zero.
+SELECT clock_timestamp() AS before_reset \gset
+SELECT inbox.stats_reset();
+CREATE VIEW stats_now AS
+SELECT consumer, applied, duplicates, round(duplicate_rate::numeric, 3) AS duplicate_rate,
+       retained, oldest_processed_at IS NOT NULL AS has_oldest,
+       last_duplicate_at IS NOT NULL AS has_last_duplicate
+FROM inbox.stats WHERE consumer LIKE 'st-%' OR consumer IS NULL ORDER BY consumer;
+
+-- After the reset every consumer that has markers shows zero counters, with no rate yet.
+SELECT count(*) > 0 AS some_consumers, bool_and(applied = 0 AND duplicates = 0) AS all_zero,
+       count(duplicate_rate) AS with_rate, bool_and(stats_reset >= :'before_reset') AS reset_now
+FROM inbox.stats;
+
+-- Committed claims count as applied; a false answer counts as a duplicate.
+SELECT inbox.claim('st-orders', 'o-1'), inbox.claim('st-orders', 'o-2');
+SELECT inbox.claim('st-orders', 'o-1') AS duplicate;
+
+-- A claim counts only when its transaction commits.
+BEGIN;
+SELECT inbox.claim('st-orders', 'o-3');
+SELECT applied AS applied_before_commit FROM inbox.stats WHERE consumer = 'st-orders';
+COMMIT;
+SELECT applied AS applied_after_commit FROM inbox.stats WHERE consumer = 'st-orders';
+
+-- Rolled back: not counted (nor the marker kept).
+BEGIN;
+SELECT inbox.claim('st-orders', 'o-rolled-back');
+ROLLBACK;
+BEGIN;
+SELECT inbox.claim('st-orders', 'o-failed');
+SELECT 1 / 0;
+ROLLBACK;
+
+-- Savepoints: what is rolled back to a savepoint is not counted, what is released is.
+BEGIN;
+SELECT inbox.claim('st-orders', 'o-4');
+SAVEPOINT a;
+SELECT inbox.claim('st-orders', 'o-5'), inbox.claim('st-audit', 'o-5');
+ROLLBACK TO SAVEPOINT a;
+SAVEPOINT b;
+SELECT inbox.claim('st-orders', 'o-6');
+SAVEPOINT c;
+SELECT inbox.claim('st-audit', 'o-6');
+RELEASE SAVEPOINT c;
+RELEASE SAVEPOINT b;
+SAVEPOINT d;
+SAVEPOINT e;
+SELECT inbox.claim('st-audit', 'o-7');
+RELEASE SAVEPOINT e;
+ROLLBACK TO SAVEPOINT d;
+COMMIT;
+
+-- The same through plpgsql exception blocks: a failed handler's claim goes with its block.
+CREATE FUNCTION st_fail(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'handler failed'; END $$;
+CREATE FUNCTION st_ok(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+DO $$
+BEGIN
+    FOR i IN 1..3 LOOP
+        BEGIN
+            PERFORM inbox.apply('st-audit', 'a-' || i, 'st_fail(jsonb)', '{}');
+        EXCEPTION WHEN raise_exception THEN NULL;
+        END;
+        BEGIN
+            PERFORM inbox.apply('st-audit', 'b-' || i, 'st_ok(jsonb)', '{}');
+        EXCEPTION WHEN raise_exception THEN NULL;
+        END;
+    END LOOP;
+END $$;
+
+-- A duplicate counts when it is answered, even if its transaction then rolls back: the
+-- caller skipped a delivery on that answer.
+BEGIN;
+SELECT inbox.claim('st-audit', 'o-6') AS duplicate_then_rollback;
+ROLLBACK;
+
+-- orders: o-1, o-2, o-3, o-4, o-6 applied; one duplicate. audit: o-6, b-1..b-3 applied; one.
+SELECT * FROM stats_now;
+SELECT count(*) AS stamped_after_reset FROM inbox.stats
+WHERE consumer LIKE 'st-%' AND stats_reset >= :'before_reset' AND last_duplicate_at >= stats_reset;
+
+-- Counters outlive their markers: a consumer whose markers are all gone keeps its row.
+SELECT inbox.claim('st-gone', 'g-1'), inbox.claim('st-gone', 'g-1');
+SELECT inbox.forget('st-gone', 'g-1');
+SELECT * FROM stats_now WHERE consumer = 'st-gone';
+
+-- retained is exact up to 1000 markers; beyond that, the planner's estimate from the last
+-- ANALYZE scaled to the table's current size (exact here: ANALYZE saw every row).
+INSERT INTO inbox.messages (consumer, message_id)
+SELECT 'st-big', 'm-' || g FROM generate_series(1, 3000) g;
+ANALYZE inbox.messages;
+SELECT consumer, retained BETWEEN 2970 AND 3030 AS close_estimate, retained > 1000 AS above_exact
+FROM inbox.stats WHERE consumer = 'st-big';
+SELECT consumer, retained FROM inbox.stats WHERE consumer = 'st-orders';
+-- The oldest marker is the consumer's minimum processed_at.
+SELECT (SELECT oldest_processed_at FROM inbox.stats WHERE consumer = 'st-orders')
+     = (SELECT min(processed_at) FROM inbox.messages WHERE consumer = 'st-orders') AS oldest_is_min;
+DELETE FROM inbox.messages WHERE consumer = 'st-big';
+
+-- inbox.stats_reset() zeroes this database's counters.
+SELECT clock_timestamp() AS before_second_reset \gset
+SELECT inbox.stats_reset();
+SELECT * FROM stats_now;
+SELECT bool_and(stats_reset >= :'before_second_reset') AS reset_again FROM inbox.stats;
+SELECT inbox.claim('st-orders', 'o-1') AS duplicate_after_reset;
+SELECT consumer, applied, duplicates, duplicate_rate FROM inbox.stats WHERE consumer = 'st-orders';
+
+-- inbox.track_stats = off: claims are not counted; only superusers change it.
+SET inbox.track_stats = off;
+SELECT inbox.claim('st-orders', 'o-1'), inbox.claim('st-orders', 'o-untracked');
+RESET inbox.track_stats;
+SELECT consumer, applied, duplicates FROM inbox.stats WHERE consumer = 'st-orders';
+
+-- Privileges: neither the view, nor the counters, nor the reset are open to PUBLIC.
+CREATE ROLE regress_inbox_monitor;
+GRANT USAGE ON SCHEMA inbox TO regress_inbox_monitor;
+SET ROLE regress_inbox_monitor;
+SELECT outcome('SELECT * FROM inbox.stats');
+SELECT outcome('SELECT inbox.stats_reset()');
+SELECT outcome('SET inbox.track_stats = off');
+RESET ROLE;
+-- What docs/monitoring.md tells a DBA to grant to a monitoring role.
+GRANT SELECT ON inbox.stats TO regress_inbox_monitor;
+GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO regress_inbox_monitor;
+SET ROLE regress_inbox_monitor;
+SELECT consumer, applied, duplicates FROM inbox.stats WHERE consumer = 'st-orders';
+SELECT outcome('SELECT inbox.stats_reset()');
+SELECT outcome('SELECT count(*) FROM inbox.messages');
+RESET ROLE;
+SELECT p.oid::regprocedure AS function, a.grantee::regrole, a.privilege_type
+FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+WHERE p.oid IN ('inbox.stats_reset()'::regprocedure, 'inbox.stats_counters()'::regprocedure)
+  AND a.grantee <> p.proowner ORDER BY 1, 2;
+
+DROP OWNED BY regress_inbox_monitor;
+DROP ROLE regress_inbox_monitor;
+DROP VIEW stats_now;
+DROP FUNCTION st_fail(jsonb), st_ok(jsonb);

@@ -1,0 +1,317 @@
+// The shared table of claim counters: shared-memory hooks, entries, and the file that carries
+// them across a clean restart. See stats_table.hpp.
+extern "C" {
+#include "postgres.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+}
+
+#include <cerrno>
+#include <cstring>
+
+#include "stats_table.hpp"
+
+int stats_max_consumers = 1000;
+
+namespace {
+
+// Database rows do not count against inbox.max_consumers; this many are sized in, more come
+// from the spare shared memory PostgreSQL keeps.
+constexpr int reserved_database_rows = 64;
+
+constexpr const char* tranche_name = "inbox_stats";
+
+// Written at clean shutdown, read and removed at startup: a crash restart starts from zero.
+#define STATS_DUMP_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/inbox_stats.stat"
+constexpr uint32 dump_file_magic = 0x494e4253;  // "INBS"
+constexpr uint32 dump_file_version = 1;
+
+// Zero-padded so that the whole struct can be hashed as bytes.
+struct StatsKey {
+    Oid database;
+    char consumer[stats_consumer_max_bytes + 1];  // "" for the database row
+};
+
+struct StatsEntry {
+    StatsKey key;   // first: the hash key
+    slock_t mutex;  // protects counters and reset_at
+    StatsCounters counters;
+    TimestampTz reset_at;  // database row: last inbox.stats_reset(); 0 when never
+};
+
+struct StatsShared {
+    LWLock* lock;                // shared to find entries, exclusive to add or remove them
+    int consumer_entries;        // entries other than database rows
+    TimestampTz counting_since;  // when counting began without saved counters
+};
+
+// What the dump file holds per entry.
+struct DumpedEntry {
+    StatsKey key;
+    StatsCounters counters;
+    TimestampTz reset_at;
+};
+
+StatsShared* shared = nullptr;
+HTAB* table = nullptr;
+shmem_request_hook_type previous_shmem_request = nullptr;
+shmem_startup_hook_type previous_shmem_startup = nullptr;
+
+StatsKey make_key(Oid database, const char* consumer, std::size_t len) {
+    StatsKey key;
+    std::memset(&key, 0, sizeof(key));
+    key.database = database;
+    std::memcpy(key.consumer, consumer, Min(len, stats_consumer_max_bytes));
+    return key;
+}
+
+bool is_database_row(const StatsKey& key) {
+    return key.consumer[0] == '\0';
+}
+
+long table_capacity() {
+    return stats_max_consumers + reserved_database_rows;
+}
+
+// With the lock held in either mode: the entry that counts the claims of `key` (its own, or its
+// database row once the table is full), or nullptr when that entry does not exist yet.
+StatsEntry* find_counting_entry(const StatsKey& key) {
+    auto* entry = static_cast<StatsEntry*>(hash_search(table, &key, HASH_FIND, nullptr));
+    if (entry != nullptr || is_database_row(key) || shared->consumer_entries < stats_max_consumers)
+        return entry;
+    StatsKey database_key = make_key(key.database, "", 0);
+    return static_cast<StatsEntry*>(hash_search(table, &database_key, HASH_FIND, nullptr));
+}
+
+// With the lock held exclusively (or in the postmaster, alone): finds or creates the counting
+// entry. nullptr only when shared memory is exhausted; never an error.
+StatsEntry* make_counting_entry(const StatsKey& key) {
+    StatsEntry* entry = find_counting_entry(key);
+    if (entry != nullptr) return entry;
+
+    bool table_full = shared->consumer_entries >= stats_max_consumers;
+    StatsKey target = is_database_row(key) || !table_full ? key : make_key(key.database, "", 0);
+    bool found;
+    entry = static_cast<StatsEntry*>(hash_search(table, &target, HASH_ENTER_NULL, &found));
+    if (entry == nullptr || found) return entry;
+    SpinLockInit(&entry->mutex);
+    entry->counters = StatsCounters{0, 0, 0};
+    entry->reset_at = 0;
+    if (!is_database_row(target)) shared->consumer_entries++;
+    return entry;
+}
+
+void add_counters(StatsEntry* entry, const StatsCounters& delta) {
+    SpinLockAcquire(&entry->mutex);
+    entry->counters.applied += delta.applied;
+    entry->counters.duplicates += delta.duplicates;
+    if (delta.last_duplicate_at > entry->counters.last_duplicate_at)
+        entry->counters.last_duplicate_at = delta.last_duplicate_at;
+    SpinLockRelease(&entry->mutex);
+}
+
+void save_counters(int code, Datum) {
+    if (code != 0 || table == nullptr) return;  // never after a crash
+
+    FILE* file = AllocateFile(STATS_DUMP_FILE ".tmp", PG_BINARY_W);
+    if (file == nullptr) {
+        ereport(LOG, (errcode_for_file_access(),
+                      errmsg("could not write inbox statistics file \"%s\": %m",
+                             STATS_DUMP_FILE ".tmp")));
+        return;
+    }
+    int32 count = hash_get_num_entries(table);
+    bool ok = fwrite(&dump_file_magic, sizeof(uint32), 1, file) == 1 &&
+              fwrite(&dump_file_version, sizeof(uint32), 1, file) == 1 &&
+              fwrite(&shared->counting_since, sizeof(TimestampTz), 1, file) == 1 &&
+              fwrite(&count, sizeof(int32), 1, file) == 1;
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, table);
+    while (auto* entry = static_cast<StatsEntry*>(hash_seq_search(&scan))) {
+        DumpedEntry dumped{entry->key, entry->counters, entry->reset_at};
+        if (ok) ok = fwrite(&dumped, sizeof(dumped), 1, file) == 1;
+    }
+    if (FreeFile(file) != 0) ok = false;
+    if (ok) {
+        (void)durable_rename(STATS_DUMP_FILE ".tmp", STATS_DUMP_FILE, LOG);
+    } else {
+        ereport(LOG, (errcode_for_file_access(),
+                      errmsg("could not write inbox statistics file \"%s\": %m",
+                             STATS_DUMP_FILE ".tmp")));
+        unlink(STATS_DUMP_FILE ".tmp");
+    }
+}
+
+// The file is trusted only after a clean shutdown. An immediate shutdown also exits the
+// postmaster normally (and so writes the file), but is followed by crash recovery: like
+// PostgreSQL's own statistics, the counters then start from zero.
+bool shut_down_cleanly() {
+    bool crc_ok;
+    ControlFileData* control = get_controlfile(DataDir, &crc_ok);
+    bool clean =
+        crc_ok && (control->state == DB_SHUTDOWNED || control->state == DB_SHUTDOWNED_IN_RECOVERY);
+    pfree(control);
+    return clean;
+}
+
+// In the postmaster, before any backend exists. Entries beyond a lowered inbox.max_consumers
+// are added to their database row, as new consumers would be.
+void load_counters() {
+    shared->counting_since = GetCurrentTimestamp();
+    if (!shut_down_cleanly()) {
+        unlink(STATS_DUMP_FILE);
+        return;
+    }
+    FILE* file = AllocateFile(STATS_DUMP_FILE, PG_BINARY_R);
+    if (file == nullptr) {
+        if (errno != ENOENT)
+            ereport(LOG,
+                    (errcode_for_file_access(),
+                     errmsg("could not read inbox statistics file \"%s\": %m", STATS_DUMP_FILE)));
+        return;
+    }
+    uint32 magic = 0, version = 0;
+    TimestampTz counting_since = 0;
+    int32 count = 0;
+    bool ok = fread(&magic, sizeof(uint32), 1, file) == 1 &&
+              fread(&version, sizeof(uint32), 1, file) == 1 &&
+              fread(&counting_since, sizeof(TimestampTz), 1, file) == 1 &&
+              fread(&count, sizeof(int32), 1, file) == 1 && magic == dump_file_magic &&
+              version == dump_file_version;
+    if (ok) shared->counting_since = counting_since;
+    for (int32 i = 0; ok && i < count; i++) {
+        DumpedEntry dumped;
+        ok = fread(&dumped, sizeof(dumped), 1, file) == 1;
+        if (!ok) break;
+        StatsEntry* entry = make_counting_entry(dumped.key);
+        if (entry == nullptr) continue;
+        add_counters(entry, dumped.counters);
+        if (is_database_row(entry->key) && is_database_row(dumped.key))
+            entry->reset_at = dumped.reset_at;
+    }
+    if (!ok)
+        ereport(LOG, (errmsg("inbox statistics file \"%s\" is invalid or truncated; counters "
+                             "not fully restored",
+                             STATS_DUMP_FILE)));
+    FreeFile(file);
+    // Removed so that a crash restart, or a base backup, never resurrects stale counters.
+    unlink(STATS_DUMP_FILE);
+}
+
+void request_shared_memory() {
+    if (previous_shmem_request != nullptr) previous_shmem_request();
+    RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(StatsShared)),
+                                    hash_estimate_size(table_capacity(), sizeof(StatsEntry))));
+    RequestNamedLWLockTranche(tranche_name, 1);
+}
+
+void attach_shared_memory() {
+    if (previous_shmem_startup != nullptr) previous_shmem_startup();
+
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    bool found;
+    shared = static_cast<StatsShared*>(ShmemInitStruct("inbox stats", sizeof(StatsShared), &found));
+    if (!found) {
+        shared->lock = &GetNamedLWLockTranche(tranche_name)->lock;
+        shared->consumer_entries = 0;
+        shared->counting_since = 0;
+    }
+    HASHCTL info;
+    info.keysize = sizeof(StatsKey);
+    info.entrysize = sizeof(StatsEntry);
+    table = ShmemInitHash("inbox stats hash", table_capacity(), table_capacity(), &info,
+                          HASH_ELEM | HASH_BLOBS);
+    LWLockRelease(AddinShmemInitLock);
+
+    if (IsUnderPostmaster) return;
+    on_shmem_exit(save_counters, (Datum)0);
+    if (!found) load_counters();
+}
+
+}  // namespace
+
+void stats_table_install_hooks() {
+    previous_shmem_request = shmem_request_hook;
+    shmem_request_hook = request_shared_memory;
+    previous_shmem_startup = shmem_startup_hook;
+    shmem_startup_hook = attach_shared_memory;
+}
+
+bool stats_table_available() {
+    return table != nullptr;
+}
+
+void stats_table_add(Oid database, const char* consumer, std::size_t consumer_len,
+                     const StatsCounters& delta) {
+    if (table == nullptr) return;
+    StatsKey key = make_key(database, consumer, consumer_len);
+    LWLockAcquire(shared->lock, LW_SHARED);
+    StatsEntry* entry = find_counting_entry(key);
+    if (entry == nullptr) {
+        LWLockRelease(shared->lock);
+        LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+        entry = make_counting_entry(key);
+    }
+    if (entry != nullptr) add_counters(entry, delta);
+    LWLockRelease(shared->lock);
+}
+
+StatsSnapshot stats_table_snapshot(Oid database) {
+    StatsSnapshot snapshot{};
+    if (table == nullptr) return snapshot;
+
+    LWLockAcquire(shared->lock, LW_SHARED);
+    // Entries are only added under the exclusive lock: the count cannot grow during the scan.
+    snapshot.consumers = static_cast<StatsConsumerRow*>(
+        palloc(sizeof(StatsConsumerRow) * Max(hash_get_num_entries(table), 1)));
+    TimestampTz reset_at = 0;
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, table);
+    while (auto* entry = static_cast<StatsEntry*>(hash_seq_search(&scan))) {
+        if (entry->key.database != database) continue;
+        SpinLockAcquire(&entry->mutex);
+        StatsCounters counters = entry->counters;
+        if (is_database_row(entry->key)) reset_at = entry->reset_at;
+        SpinLockRelease(&entry->mutex);
+        if (is_database_row(entry->key)) {
+            snapshot.untracked = counters;
+        } else {
+            StatsConsumerRow* row = &snapshot.consumers[snapshot.consumer_count++];
+            std::memcpy(row->consumer, entry->key.consumer, sizeof(row->consumer));
+            row->counters = counters;
+        }
+    }
+    snapshot.counting_since = reset_at != 0 ? reset_at : shared->counting_since;
+    LWLockRelease(shared->lock);
+    return snapshot;
+}
+
+void stats_table_reset(Oid database) {
+    if (table == nullptr) return;
+    TimestampTz now = GetCurrentTimestamp();
+    LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, table);
+    while (auto* entry = static_cast<StatsEntry*>(hash_seq_search(&scan))) {
+        if (entry->key.database != database || is_database_row(entry->key)) continue;
+        hash_search(table, &entry->key, HASH_REMOVE, nullptr);  // removing the current entry
+        shared->consumer_entries--;                             // is allowed during a scan
+    }
+    StatsEntry* database_row = make_counting_entry(make_key(database, "", 0));
+    if (database_row != nullptr) {
+        SpinLockAcquire(&database_row->mutex);
+        database_row->counters = StatsCounters{0, 0, 0};
+        database_row->reset_at = now;
+        SpinLockRelease(&database_row->mutex);
+    }
+    LWLockRelease(shared->lock);
+}

@@ -1,0 +1,58 @@
+// Claim counters per (database, consumer) in shared memory, kept across clean restarts. Built
+// like pg_stat_statements: a fixed-size shared hash under one LWLock (named tranche) for its
+// structure, a spinlock per entry for its counters.
+//
+// Each database also has one "database row" (empty consumer name, which no real consumer can
+// have): it holds the time of the database's last reset and the counts of consumers that found
+// the table full (inbox.max_consumers), so that no claim goes uncounted.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "datatype/timestamp.h"
+}
+
+#include <cstddef>
+
+// The longest consumer name the marker table accepts (messages_consumer_length).
+constexpr std::size_t stats_consumer_max_bytes = 64;
+
+// inbox.max_consumers: tracked consumers, all databases together (postmaster setting).
+extern int stats_max_consumers;
+
+struct StatsCounters {
+    int64 applied;
+    int64 duplicates;
+    TimestampTz last_duplicate_at;  // 0 when none
+};
+
+// One consumer's counters as read by a snapshot.
+struct StatsConsumerRow {
+    char consumer[stats_consumer_max_bytes + 1];
+    StatsCounters counters;
+};
+
+// What a database's counters look like at one moment.
+struct StatsSnapshot {
+    StatsConsumerRow* consumers;  // palloc'd
+    int consumer_count;
+    StatsCounters untracked;     // claims of consumers that found the table full
+    TimestampTz counting_since;  // last reset of the database, or when counting began
+};
+
+// Installs the shared-memory hooks; only while shared_preload_libraries is being processed.
+void stats_table_install_hooks();
+
+// True once the shared table exists in this process (library preloaded).
+bool stats_table_available();
+
+// Adds to the counters of (database, consumer). Never raises an error: a claim that cannot be
+// counted (shared memory exhausted) is left out. Safe in a commit callback.
+void stats_table_add(Oid database, const char* consumer, std::size_t consumer_len,
+                     const StatsCounters& delta);
+
+// The counters of one database.
+StatsSnapshot stats_table_snapshot(Oid database);
+
+// Drops the database's consumer entries (freeing their slots) and zeroes its database row.
+void stats_table_reset(Oid database);
