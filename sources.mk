@@ -4,4 +4,7 @@ INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/message_key.cpp \
 	src/marker_store.cpp \
-	src/apply.cpp
+	src/apply.cpp \
+	src/upsert_statement.cpp \
+	src/upsert_plan_cache.cpp \
+	src/upsert.cpp
