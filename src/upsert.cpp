@@ -59,17 +59,23 @@ AttrNumber version_column(const TargetTable* table, const char* name) {
              errhint("%s", hint)));
 }
 
-// The columns a json row writes. Every key must name a column; the key columns (and the version,
-// when there is one) must be present and not null.
-Bitmapset* row_columns(const TargetTable* table, Jsonb* row, const char* argument,
-                       AttrNumber version) {
+// What a json row writes: its columns, and each one's value at values[attnum - 1].
+struct IncomingRow {
+    Bitmapset* columns;
+    JsonbValue* values;
+};
+
+// Every key must name a column; the key columns (and the version, when there is one) must be
+// present and not null.
+IncomingRow read_row(const TargetTable* table, Jsonb* row, const char* argument,
+                     AttrNumber version) {
     if (!JB_ROOT_IS_OBJECT(row))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s must be a JSON object", argument),
                         errhint("Pass one object whose keys are column names.")));
 
-    Bitmapset* columns = nullptr;
-    Bitmapset* null_columns = nullptr;
+    IncomingRow incoming{
+        nullptr, static_cast<JsonbValue*>(palloc(table->attribute_count * sizeof(JsonbValue)))};
     JsonbIterator* iterator = JsonbIteratorInit(&row->root);
     JsonbValue value;
     AttrNumber attnum = InvalidAttrNumber;
@@ -90,26 +96,28 @@ Bitmapset* row_columns(const TargetTable* table, Jsonb* row, const char* argumen
                          errmsg("column \"%.*s\" of relation \"%s\" does not exist", length,
                                 value.val.string.val, get_rel_name(table->relid)),
                          errhint("Every key of %s must be a column of the table.", argument)));
-            columns = bms_add_member(columns, attnum);
-        } else if (token == WJB_VALUE && value.type == jbvNull) {
-            null_columns = bms_add_member(null_columns, attnum);
+            incoming.columns = bms_add_member(incoming.columns, attnum);
+        } else if (token == WJB_VALUE) {
+            incoming.values[attnum - 1] = value;
         }
     }
 
+    auto has_value = [&](AttrNumber column) {
+        return bms_is_member(column, incoming.columns) &&
+               incoming.values[column - 1].type != jbvNull;
+    };
     for (int i = 0; i < table->key_count; i++) {
         AttrNumber key = table->key_columns[i];
-        if (!bms_is_member(key, columns) || bms_is_member(key, null_columns))
+        if (!has_value(key))
             reject_missing_value(table, argument, key, "primary key",
                                  "The primary key identifies the row: every key column needs a "
                                  "value.");
     }
-    if (version != InvalidAttrNumber &&
-        (!bms_is_member(version, columns) || bms_is_member(version, null_columns)))
+    if (version != InvalidAttrNumber && !has_value(version))
         reject_missing_value(table, argument, version, "version",
                              "A state message must carry its version; inbox.insert_once takes "
                              "rows without one.");
-    bms_free(null_columns);
-    return columns;
+    return incoming;
 }
 
 }  // namespace
@@ -124,10 +132,10 @@ PGDLLEXPORT Datum inbox_upsert_versioned(PG_FUNCTION_ARGS) {
     Jsonb* state = PG_GETARG_JSONB_P(1);
     TargetTable* table = open_target_table(PG_GETARG_OID(0));
     AttrNumber version = version_column(table, NameStr(*PG_GETARG_NAME(2)));
-    Bitmapset* columns = row_columns(table, state, "state", version);
+    IncomingRow incoming = read_row(table, state, "state", version);
     CachedStatement* statement =
-        lookup_statement(table, NaturalWrite::upsert_versioned, version, columns);
-    PG_RETURN_BOOL(execute_statement(statement, PointerGetDatum(state)));
+        lookup_statement(table, NaturalWrite::upsert_versioned, version, incoming.columns);
+    PG_RETURN_BOOL(execute_statement(statement, PointerGetDatum(state), incoming.values));
 }
 
 PG_FUNCTION_INFO_V1(inbox_insert_once);
@@ -136,9 +144,9 @@ PGDLLEXPORT Datum inbox_insert_once(PG_FUNCTION_ARGS) {
     require_argument(fcinfo, 1, "row");
     Jsonb* row = PG_GETARG_JSONB_P(1);
     TargetTable* table = open_target_table(PG_GETARG_OID(0));
-    Bitmapset* columns = row_columns(table, row, "row", InvalidAttrNumber);
+    IncomingRow incoming = read_row(table, row, "row", InvalidAttrNumber);
     CachedStatement* statement =
-        lookup_statement(table, NaturalWrite::insert_once, InvalidAttrNumber, columns);
-    PG_RETURN_BOOL(execute_statement(statement, PointerGetDatum(row)));
+        lookup_statement(table, NaturalWrite::insert_once, InvalidAttrNumber, incoming.columns);
+    PG_RETURN_BOOL(execute_statement(statement, PointerGetDatum(row), incoming.values));
 }
 }

@@ -9,10 +9,12 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -22,12 +24,22 @@ extern "C" {
 #include "upsert_plan_cache.hpp"
 #include "upsert_statement.hpp"
 
+// How one typed parameter is made from its json value: the column type's input function.
+struct ColumnInput {
+    AttrNumber attnum;
+    Oid ioparam;
+    int32 typmod;
+    FmgrInfo function;
+};
+
 struct CachedStatement {
     NaturalWrite kind;
     AttrNumber version;
     Bitmapset* columns;
     SPIPlanPtr plan;
     int executing;  // calls running the plan now: a stale statement is freed only at zero
+    int parameter_count;
+    ColumnInput* inputs;  // typed parameters, one per column; nullptr: the json row is $1
     CachedStatement* next;
 };
 
@@ -99,6 +111,7 @@ void ensure_cache() {
 void free_statement(CachedStatement* statement) {
     SPI_freeplan(statement->plan);
     bms_free(statement->columns);
+    if (statement->inputs != nullptr) pfree(statement->inputs);
     pfree(statement);
 }
 
@@ -164,6 +177,7 @@ void load_table_facts(TargetTable* table) {
 
     // A column definition names its type and, for an array, its element type.
     TupleDesc desc = RelationGetDescr(rel);
+    table->attribute_count = desc->natts;
     if (table->type_hashes != nullptr) pfree(table->type_hashes);
     table->type_hashes =
         static_cast<uint32*>(MemoryContextAlloc(cache_context, 2 * desc->natts * sizeof(uint32)));
@@ -211,15 +225,42 @@ void version_less_than(Form_pg_attribute version, inbox::StatementShape* shape) 
     ReleaseSysCache(operator_tuple);
 }
 
-SPIPlanPtr prepare_plan(const char* sql) {
+SPIPlanPtr prepare_plan(const char* sql, int parameter_count, Oid* parameter_types) {
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Oid argument_type = JSONBOID;
-    SPIPlanPtr plan = SPI_prepare(sql, 1, &argument_type);
+    SPIPlanPtr plan = SPI_prepare(sql, parameter_count, parameter_types);
     if (plan == nullptr)
         elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
     SPI_keepplan(plan);
     SPI_finish();
     return plan;
+}
+
+// Whether a column's value is made by the type's input function from the json value's text, as
+// jsonb_to_record does for such types: then the statement takes typed parameters. Arrays,
+// composites and json types (or domains over them) get jsonb_to_record's own conversion.
+bool converts_from_text(Oid type) {
+    Oid base = getBaseType(type);
+    return OidIsValid(base) && !OidIsValid(get_element_type(base)) &&
+           get_typtype(base) != TYPTYPE_COMPOSITE && base != JSONOID && base != JSONBOID;
+}
+
+// The text the column type's input function reads, as jsonb_to_record makes it; NULL for null.
+char* json_value_text(const JsonbValue* value) {
+    switch (value->type) {
+        case jbvNull:
+            return nullptr;
+        case jbvString:
+            return pnstrdup(value->val.string.val, value->val.string.len);
+        case jbvBool:
+            return pstrdup(value->val.boolean ? "true" : "false");
+        case jbvNumeric:
+            return DatumGetCString(
+                DirectFunctionCall1(numeric_out, NumericGetDatum(value->val.numeric)));
+        case jbvBinary:
+            return JsonbToCString(nullptr, value->val.binary.data, value->val.binary.len);
+        default:
+            elog(ERROR, "unexpected jsonb value type %d", (int)value->type);
+    }
 }
 
 CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNumber version,
@@ -235,6 +276,8 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
     shape.columns = shape_columns;
     shape.column_count = column_count;
 
+    auto* parameter_types = static_cast<Oid*>(palloc(column_count * sizeof(Oid)));
+    shape.typed_parameters = true;
     int i = 0;
     for (int attnum = -1; (attnum = bms_next_member(columns, attnum)) >= 0; i++) {
         Form_pg_attribute column = TupleDescAttr(desc, attnum - 1);
@@ -243,6 +286,8 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
             format_type_extended(column->atttypid, column->atttypmod,
                                  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
         shape_columns[i].is_key = is_key_column(table, attnum);
+        parameter_types[i] = column->atttypid;
+        if (!converts_from_text(column->atttypid)) shape.typed_parameters = false;
     }
     if (kind == NaturalWrite::upsert_versioned) {
         Form_pg_attribute version_column = TupleDescAttr(desc, version - 1);
@@ -250,11 +295,31 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
         version_less_than(version_column, &shape);
     }
 
-    SPIPlanPtr plan = prepare_plan(render_sql(shape, kind));
-    relation_close(rel, NoLock);
+    Oid jsonb_type = JSONBOID;
+    SPIPlanPtr plan = shape.typed_parameters
+                          ? prepare_plan(render_sql(shape, kind), column_count, parameter_types)
+                          : prepare_plan(render_sql(shape, kind), 1, &jsonb_type);
 
     auto* statement =
         static_cast<CachedStatement*>(MemoryContextAlloc(cache_context, sizeof(CachedStatement)));
+    statement->inputs = nullptr;
+    statement->parameter_count = shape.typed_parameters ? column_count : 1;
+    if (shape.typed_parameters) {
+        statement->inputs = static_cast<ColumnInput*>(
+            MemoryContextAllocZero(cache_context, column_count * sizeof(ColumnInput)));
+        i = 0;
+        for (int attnum = -1; (attnum = bms_next_member(columns, attnum)) >= 0; i++) {
+            Form_pg_attribute column = TupleDescAttr(desc, attnum - 1);
+            ColumnInput* input = &statement->inputs[i];
+            Oid function;
+            getTypeInputInfo(column->atttypid, &function, &input->ioparam);
+            fmgr_info_cxt(function, &input->function, cache_context);
+            input->attnum = attnum;
+            input->typmod = column->atttypmod;
+        }
+    }
+    relation_close(rel, NoLock);
+
     MemoryContext caller_context = MemoryContextSwitchTo(cache_context);
     statement->columns = bms_copy(columns);
     MemoryContextSwitchTo(caller_context);
@@ -304,13 +369,34 @@ CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNum
     return prepare_statement(table, kind, version, columns);
 }
 
-bool execute_statement(CachedStatement* statement, Datum row) {
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Datum values[1] = {row};
+// Converts each value with its column type's input function (so a domain's constraints and a
+// typmod apply, and a value that does not convert is an error, never NULL).
+void make_typed_parameters(const CachedStatement* statement, const JsonbValue* values,
+                           Datum* parameters, char* nulls) {
+    for (int i = 0; i < statement->parameter_count; i++) {
+        const ColumnInput* input = &statement->inputs[i];
+        char* text = json_value_text(&values[input->attnum - 1]);
+        parameters[i] = InputFunctionCall(const_cast<FmgrInfo*>(&input->function), text,
+                                          input->ioparam, input->typmod);
+        nulls[i] = text == nullptr ? 'n' : ' ';
+    }
+}
+
+bool execute_statement(CachedStatement* statement, Datum row, const JsonbValue* values) {
+    bool typed = statement->inputs != nullptr;
+    Datum* const parameters =
+        typed ? static_cast<Datum*>(palloc(statement->parameter_count * sizeof(Datum))) : &row;
+    char* const nulls = typed ? static_cast<char*>(palloc(statement->parameter_count)) : nullptr;
     volatile int result = 0;
+    // Counted from before the conversion: a domain check could call back into this backend's
+    // cache, which must not free the statement in use.
     statement->executing++;
     PG_TRY();
-    { result = SPI_execute_plan(statement->plan, values, nullptr, false, 0); }
+    {
+        if (typed) make_typed_parameters(statement, values, parameters, nulls);
+        if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+        result = SPI_execute_plan(statement->plan, parameters, nulls, false, 0);
+    }
     PG_FINALLY();
     { statement->executing--; }
     PG_END_TRY();

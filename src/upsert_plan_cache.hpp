@@ -13,6 +13,7 @@ extern "C" {
 #include "access/attnum.h"
 #include "nodes/bitmapset.h"
 #include "pg_config_manual.h"
+#include "utils/jsonb.h"
 }
 
 enum class NaturalWrite { upsert_versioned, insert_once };
@@ -23,6 +24,7 @@ struct CachedStatement;
 struct TargetTable {
     Oid relid;  // hash key
     bool stale;
+    int attribute_count;  // attnums of user columns are 1 .. attribute_count
     int key_count;
     AttrNumber key_columns[INDEX_MAX_KEYS];  // the primary key, in index order
     int type_hash_count;
@@ -41,5 +43,6 @@ bool is_key_column(const TargetTable* table, AttrNumber attnum);
 CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNumber version,
                                   const Bitmapset* columns);
 
-// Runs the statement with the incoming row as $1; true when a row was inserted or updated.
-bool execute_statement(CachedStatement* statement, Datum row);
+// Runs the statement for the incoming json row, whose value for column attnum is
+// values[attnum - 1]; true when a row was inserted or updated.
+bool execute_statement(CachedStatement* statement, Datum row, const JsonbValue* values);

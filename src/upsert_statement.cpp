@@ -8,11 +8,12 @@ namespace {
 constexpr std::string_view stored_alias = "\"stored\"";
 constexpr std::string_view incoming_alias = "\"incoming\"";
 
-// INSERT INTO s.t AS stored (cols) SELECT cols FROM jsonb_to_record($1) AS incoming(col type, ...)
-// ON CONFLICT (key cols)
+// INSERT INTO s.t AS stored (cols) VALUES ($1, ...) ON CONFLICT (key cols), or with
+// SELECT cols FROM jsonb_to_record($1) AS incoming(col type, ...) in place of VALUES.
 std::string insert_with_conflict_target(const StatementShape& shape) {
     std::string column_list;
     std::string definition_list;
+    std::string parameter_list;
     std::string key_list;
     for (std::size_t i = 0; i < shape.column_count; ++i) {
         const StatementColumn& column = shape.columns[i];
@@ -20,11 +21,13 @@ std::string insert_with_conflict_target(const StatementShape& shape) {
         if (i > 0) {
             column_list += ", ";
             definition_list += ", ";
+            parameter_list += ", ";
         }
         column_list += name;
         definition_list += name;
         definition_list += ' ';
         definition_list += column.type;
+        parameter_list += '$' + std::to_string(i + 1);
         if (column.is_key) {
             if (!key_list.empty()) key_list += ", ";
             key_list += name;
@@ -37,10 +40,15 @@ std::string insert_with_conflict_target(const StatementShape& shape) {
     sql += quote_identifier(shape.table);
     sql += " AS ";
     sql += stored_alias;
-    sql += " (" + column_list + ") SELECT " + column_list;
-    sql += " FROM pg_catalog.jsonb_to_record($1) AS ";
-    sql += incoming_alias;
-    sql += " (" + definition_list + ") ON CONFLICT (" + key_list + ")";
+    sql += " (" + column_list + ")";
+    if (shape.typed_parameters) {
+        sql += " VALUES (" + parameter_list + ")";
+    } else {
+        sql += " SELECT " + column_list + " FROM pg_catalog.jsonb_to_record($1) AS ";
+        sql += incoming_alias;
+        sql += " (" + definition_list + ")";
+    }
+    sql += " ON CONFLICT (" + key_list + ")";
     return sql;
 }
 

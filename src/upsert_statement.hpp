@@ -3,8 +3,13 @@
 //
 // Every identifier is quoted, every name is schema-qualified and the version comparison names
 // its operator as OPERATOR(schema.op): neither a hostile search_path nor a column name chosen by
-// an attacker can change what the statement means. The incoming row is the only parameter ($1,
-// jsonb); the executor converts it to the column types with each type's own input function.
+// an attacker can change what the statement means.
+//
+// The incoming row arrives in one of two forms:
+//  - typed parameters: VALUES ($1, ..., $n), one per column, already converted by the caller
+//    (the fast path: the statement is exactly the one a user would write by hand);
+//  - the json row itself as $1, converted by pg_catalog.jsonb_to_record with the column types
+//    (for arrays, composites and json columns, whose conversion from json the executor owns).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +31,7 @@ struct StatementShape {
     std::string_view table;
     const StatementColumn* columns;  // the columns the incoming row carries, key columns included
     std::size_t column_count;
+    bool typed_parameters;  // VALUES ($1, ...) rather than jsonb_to_record($1)
     // upsert_versioned only: the version column (one of the columns) and the "<" of its type.
     std::string_view version_column;
     std::string_view less_than_schema;

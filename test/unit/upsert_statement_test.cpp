@@ -14,7 +14,8 @@ const StatementColumn invoice_columns[] = {
 };
 
 StatementShape invoice_shape() {
-    return StatementShape{"billing", "invoices", invoice_columns, 3, "version", "pg_catalog", "<"};
+    return StatementShape{"billing", "invoices", invoice_columns, 3,
+                          false,     "version",  "pg_catalog",    "<"};
 }
 
 }  // namespace
@@ -48,7 +49,7 @@ TEST(UpsertVersionedSql, CompositeKeyIsTheConflictTargetAndNeverUpdated) {
         {"Order No", "bigint", true},
         {"at", "timestamp with time zone", false},
     };
-    StatementShape shape{"s", "t", columns, 3, "at", "pg_catalog", "<"};
+    StatementShape shape{"s", "t", columns, 3, false, "at", "pg_catalog", "<"};
     std::string sql = inbox::upsert_versioned_sql(shape);
     EXPECT_NE(sql.find("ON CONFLICT (\"tenant\", \"Order No\") DO UPDATE SET "
                        "\"at\" = EXCLUDED.\"at\" WHERE"),
@@ -71,4 +72,24 @@ TEST(InsertOnceSql, DoesNothingOnConflict) {
         "SELECT \"id\", \"status\", \"version\" FROM pg_catalog.jsonb_to_record($1) AS "
         "\"incoming\" (\"id\" integer, \"status\" public.invoice_status, \"version\" bigint) "
         "ON CONFLICT (\"id\") DO NOTHING");
+}
+
+TEST(UpsertVersionedSql, TypedParametersTakeOneParameterPerColumn) {
+    StatementShape shape = invoice_shape();
+    shape.typed_parameters = true;
+    EXPECT_EQ(
+        inbox::upsert_versioned_sql(shape),
+        "INSERT INTO \"billing\".\"invoices\" AS \"stored\" (\"id\", \"status\", \"version\") "
+        "VALUES ($1, $2, $3) ON CONFLICT (\"id\") DO UPDATE SET \"status\" = "
+        "EXCLUDED.\"status\", \"version\" = EXCLUDED.\"version\" WHERE \"stored\".\"version\" IS "
+        "NULL OR \"stored\".\"version\" OPERATOR(\"pg_catalog\".<) EXCLUDED.\"version\"");
+}
+
+TEST(InsertOnceSql, TypedParameters) {
+    StatementShape shape = invoice_shape();
+    shape.typed_parameters = true;
+    EXPECT_EQ(
+        inbox::insert_once_sql(shape),
+        "INSERT INTO \"billing\".\"invoices\" AS \"stored\" (\"id\", \"status\", \"version\") "
+        "VALUES ($1, $2, $3) ON CONFLICT (\"id\") DO NOTHING");
 }
