@@ -2,8 +2,8 @@
 //
 // They run with the caller's privileges (no SECURITY DEFINER, no user switch), so GRANTs and
 // row-level security apply exactly as to the same statement written by hand. The arguments are
-// checked here; the write itself is a kept plan (upsert_plan_cache.hpp) in which the executor
-// converts the json values to the column types.
+// checked here; the write itself is a kept plan (upsert_plan_cache.hpp), fed values converted by
+// each column type's own input function.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
