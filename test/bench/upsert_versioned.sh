@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Benchmark: inbox.upsert_versioned against the same version-guarded upsert written by hand.
 #
-#   test/bench/upsert_versioned.sh            (after `make`; env: ROUNDS, TRANSACTIONS, CLIENTS)
+#   test/bench/upsert_versioned.sh            (after `make`; env: ROUNDS, TRANSACTIONS, CLIENTS, ROWS)
 #
-# Four variants write the same messages, each into its own identical table:
+# Four variants write the same kind of message, each into its own identical table:
 #   function     SELECT inbox.upsert_versioned('bench_function', <message>)
 #   hand_typed   (a) a static prepared INSERT ... ON CONFLICT DO UPDATE ... WHERE version <, taking
 #                    the fields as typed parameters (the client has decoded the message itself)
-#   hand_jsonb   (a') the same static statement taking the message as jsonb (jsonb_to_record), i.e.
-#                    exactly the statement the function prepares, written by hand
+#   hand_jsonb   (a') the same static statement taking the same jsonb message, converted by
+#                    jsonb_to_record
 #   plpgsql      (b) a generic PL/pgSQL function building that upsert with format() + EXECUTE
 # The four scripts run in the same pgbench run, interleaved transaction by transaction, with the same
 # distribution of ids, amounts and versions.
