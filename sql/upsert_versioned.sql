@@ -270,6 +270,29 @@ ROLLBACK;
 SELECT inbox.upsert_versioned('parcels', '{"id": 2, "stage": "redelivered", "revision": 1}', 'revision');
 SELECT * FROM parcels ORDER BY id;
 
+-- A call nested in another one (here from a trigger) may find every statement stale, e.g. after
+-- a schema rename inside the trigger: the statement still running is kept until it finishes and
+-- freed afterwards.
+CREATE SCHEMA nested_a;
+CREATE TABLE nested_a.events (id integer PRIMARY KEY, version integer);
+CREATE TABLE event_log (id integer PRIMARY KEY, version integer);
+CREATE FUNCTION log_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    ALTER SCHEMA nested_a RENAME TO nested_b;
+    PERFORM inbox.upsert_versioned('upserts.event_log', jsonb_build_object('id', NEW.id, 'version', NEW.version));
+    RAISE NOTICE 'statements kept for the running upsert: %', upserts.kept_plans('"nested_a"."events"');
+    ALTER SCHEMA nested_b RENAME TO nested_a;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER log_event AFTER INSERT OR UPDATE ON nested_a.events
+    FOR EACH ROW EXECUTE FUNCTION log_event();
+SELECT inbox.upsert_versioned('nested_a.events', '{"id": 1, "version": 1}') AS first,
+       inbox.upsert_versioned('nested_a.events', '{"id": 1, "version": 2}') AS second,
+       inbox.upsert_versioned('nested_a.events', '{"id": 1, "version": 2}') AS repeat;
+SELECT * FROM nested_a.events;
+SELECT * FROM event_log;
+SELECT kept_plans('"nested_a"."events"') AS plans_for_events;
+
 RESET TIME ZONE;
 RESET search_path;
 DROP OWNED BY regress_upsert_writer;
