@@ -332,6 +332,19 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
     return statement;
 }
 
+// Converts each value with its column type's input function (so a domain's constraints and a
+// typmod apply, and a value that does not convert is an error, never NULL).
+void make_typed_parameters(const CachedStatement* statement, const JsonbValue* values,
+                           Datum* parameters, char* nulls) {
+    for (int i = 0; i < statement->parameter_count; i++) {
+        const ColumnInput* input = &statement->inputs[i];
+        char* text = json_value_text(&values[input->attnum - 1]);
+        parameters[i] = InputFunctionCall(const_cast<FmgrInfo*>(&input->function), text,
+                                          input->ioparam, input->typmod);
+        nulls[i] = text == nullptr ? 'n' : ' ';
+    }
+}
+
 }  // namespace
 
 bool is_key_column(const TargetTable* table, AttrNumber attnum) {
@@ -367,19 +380,6 @@ CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNum
             bms_equal(statement->columns, columns))
             return statement;
     return prepare_statement(table, kind, version, columns);
-}
-
-// Converts each value with its column type's input function (so a domain's constraints and a
-// typmod apply, and a value that does not convert is an error, never NULL).
-void make_typed_parameters(const CachedStatement* statement, const JsonbValue* values,
-                           Datum* parameters, char* nulls) {
-    for (int i = 0; i < statement->parameter_count; i++) {
-        const ColumnInput* input = &statement->inputs[i];
-        char* text = json_value_text(&values[input->attnum - 1]);
-        parameters[i] = InputFunctionCall(const_cast<FmgrInfo*>(&input->function), text,
-                                          input->ioparam, input->typmod);
-        nulls[i] = text == nullptr ? 'n' : ' ';
-    }
 }
 
 bool execute_statement(CachedStatement* statement, Datum row, const JsonbValue* values) {
