@@ -7,4 +7,7 @@ INBOX_SOURCES = \
 	src/apply.cpp \
 	src/stats_table.cpp \
 	src/claim_stats.cpp \
-	src/stats_functions.cpp
+	src/stats_functions.cpp \
+	src/upsert_statement.cpp \
+	src/upsert_plan_cache.cpp \
+	src/upsert.cpp

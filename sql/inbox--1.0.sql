@@ -173,3 +173,26 @@ COMMENT ON VIEW inbox.stats IS
 REVOKE ALL ON inbox.stats FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.stats_counters() FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.stats_reset() FROM PUBLIC;
+
+-- =============================================================================================
+-- Natural idempotency: upsert_versioned and insert_once write any table without a marker.
+-- They run with the caller's privileges (not SECURITY DEFINER): GRANTs and row-level security
+-- apply as to the same statement written by hand.
+-- =============================================================================================
+CREATE FUNCTION inbox.upsert_versioned(target regclass, state jsonb,
+                                       version_column name DEFAULT 'version')
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_upsert_versioned';
+COMMENT ON FUNCTION inbox.upsert_versioned(regclass, jsonb, name) IS
+    'Inserts the row, or updates it when the stored version is lower (or NULL): true when written.';
+
+CREATE FUNCTION inbox.insert_once(target regclass, "row" jsonb)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_insert_once';
+COMMENT ON FUNCTION inbox.insert_once(regclass, jsonb) IS
+    'Inserts the row; an existing primary key is success without a write (false).';
+
+REVOKE ALL ON FUNCTION inbox.upsert_versioned(regclass, jsonb, name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.insert_once(regclass, jsonb) FROM PUBLIC;

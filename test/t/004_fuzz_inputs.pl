@@ -34,7 +34,7 @@ $node->safe_psql('postgres', q{
             WHEN octet_length(message_id) > 128 THEN '22001'
             WHEN fn IS NULL THEN '22004'
             WHEN p.oid IS NULL OR p.prokind <> 'f' OR p.proretset
-                 OR NOT (p.pronargs = 0 OR p.proargtypes::oid[] = ARRAY['jsonb'::regtype::oid])
+                 OR NOT (p.pronargs = 0 OR (p.pronargs = 1 AND p.proargtypes[0] = 'jsonb'::regtype))
                 THEN '42883'
             WHEN NOT has_function_privilege(fn, 'EXECUTE') THEN '42501'
             WHEN p.pronargs = 1 AND p.proisstrict AND payload IS NULL THEN '22004'
@@ -74,7 +74,7 @@ $node->safe_psql('postgres', qq{
         c text; m text; f oid; p jsonb; expected text; outcome text; before boolean;
         candidates oid[] := ARRAY(SELECT oid FROM pg_proc ORDER BY oid);
         handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
-                                AND (pronargs = 0 OR proargtypes::oid[] = ARRAY['jsonb'::regtype::oid])
+                                AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
                                 AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
     BEGIN
         FOR i IN 1 .. $calls LOOP
@@ -100,7 +100,8 @@ $node->safe_psql('postgres', qq{
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM findings'), $calls, "$calls random calls");
 is($node->safe_psql('postgres', q{
-    SELECT string_agg(format('%s: expected %s, got %s', i, expected, outcome), E'\n')
+    SELECT string_agg(format('%s: apply(%L, %L, %s, %L): expected %s, got %s', i, consumer,
+                             message_id, fn::regprocedure, payload, expected, outcome), E'\n')
     FROM findings WHERE expected IS NOT NULL AND outcome IS DISTINCT FROM expected}),
     '', 'every bad input raised the SQLSTATE the contract names');
 is($node->safe_psql('postgres', q{
@@ -114,6 +115,10 @@ is($node->safe_psql('postgres', q{
     '0', 'a marker appears exactly when apply answers true, and a handler error leaves none');
 cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM findings WHERE outcome = 'true'}),
     '>', 100, 'the random calls reached handlers many times');
+cmp_ok($node->safe_psql('postgres', q{
+    SELECT count(*) FROM findings f JOIN pg_proc p ON p.oid = f.fn
+    WHERE f.outcome = 'true' AND p.pronargs = 1}),
+    '>', 20, 'handlers taking the payload among them');
 is($node->safe_psql('postgres', q{SELECT string_agg(DISTINCT expected, ',') FROM findings}),
     '22001,22004,22023,42501,42883', 'and exercised every kind of bad input');
 

@@ -1,0 +1,299 @@
+-- inbox.upsert_versioned: a state message with a version is written once, in version order.
+-- The tables of this file live in their own schema (the regression tests share one database).
+CREATE SCHEMA upserts;
+SET search_path = upserts, public;
+SET TIME ZONE 'UTC';
+CREATE TABLE invoices (
+    id      integer PRIMARY KEY,
+    status  text NOT NULL,
+    amount  numeric(10, 2),
+    note    text DEFAULT 'created by upsert',
+    version bigint
+);
+
+-- Absent key: inserted; the columns the state does not carry take their defaults.
+SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "open", "amount": 10, "version": 7}');
+SELECT * FROM invoices;
+
+-- The same message again, and an older one: nothing written.
+SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "open", "amount": 10, "version": 7}') AS repeat,
+       inbox.upsert_versioned('invoices', '{"id": 1, "status": "draft", "amount": 5, "version": 6}') AS stale;
+SELECT * FROM invoices;
+
+-- A newer one updates the columns it carries, and only those.
+SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "paid", "version": 9}');
+SELECT * FROM invoices;
+
+-- A NULL stored version counts as lower than any incoming one.
+INSERT INTO invoices (id, status, version) VALUES (2, 'imported', NULL);
+SELECT inbox.upsert_versioned('invoices', '{"id": 2, "status": "open", "version": 1}');
+SELECT id, status, version FROM invoices WHERE id = 2;
+
+-- The default version column is "version"; another one is named by the third argument.
+CREATE TABLE shipments (id text PRIMARY KEY, state text, revision integer);
+SELECT inbox.upsert_versioned('shipments', '{"id": "s-1", "state": "packed", "revision": 2}', 'revision') AS first,
+       inbox.upsert_versioned('shipments', '{"id": "s-1", "state": "created", "revision": 1}', 'revision') AS stale,
+       inbox.upsert_versioned('shipments', '{"id": "s-1", "state": "shipped", "revision": 3}', 'revision') AS newer;
+SELECT * FROM shipments;
+
+-- Versions of any orderable type: integer, bigint, numeric, timestamptz (and a domain of one).
+CREATE DOMAIN positive_version AS integer CHECK (VALUE > 0);
+CREATE TABLE versioned_by (kind text PRIMARY KEY, v_int integer, v_big bigint, v_num numeric,
+                           v_time timestamptz, v_domain positive_version, payload text);
+INSERT INTO versioned_by (kind) VALUES ('int'), ('big'), ('num'), ('time'), ('domain');
+SELECT column_name, step, inbox.upsert_versioned('versioned_by',
+           jsonb_build_object('kind', kind, column_name, version, 'payload', step), column_name) AS written
+FROM (VALUES
+    ('int', 'v_int', 1, '10'::jsonb), ('int', 'v_int', 2, '9'), ('int', 'v_int', 3, '11'),
+    ('big', 'v_big', 1, '5000000000'), ('big', 'v_big', 2, '4999999999'), ('big', 'v_big', 3, '5000000001'),
+    ('num', 'v_num', 1, '1.5'), ('num', 'v_num', 2, '1.25'), ('num', 'v_num', 3, '1.500001'),
+    ('time', 'v_time', 1, '"2024-05-01 10:00:00+00"'), ('time', 'v_time', 2, '"2024-05-01 11:59:00+02"'),
+    ('time', 'v_time', 3, '"2024-05-01 10:00:00.000001+00"'),
+    ('domain', 'v_domain', 1, '2'), ('domain', 'v_domain', 2, '1'), ('domain', 'v_domain', 3, '3')
+) AS steps(kind, column_name, step, version)
+ORDER BY kind, step;
+SELECT * FROM versioned_by ORDER BY kind;
+
+-- Every ordinary column type jsonb can express arrives with its exact PostgreSQL type. When all
+-- the columns of a message convert from text, the statement takes typed parameters made with
+-- each type's input function; with an array or json column in the message, jsonb_to_record
+-- converts the whole row. Both paths convert alike, and both are exercised here.
+CREATE TYPE invoice_mood AS ENUM ('calm', 'urgent');
+CREATE DOMAIN short_code AS varchar(4) CHECK (VALUE ~ '^[A-Z]+$');
+CREATE TABLE typed (
+    id uuid PRIMARY KEY, t text, n numeric(6, 3), i integer, b boolean, ts timestamptz, d date,
+    j jsonb, e invoice_mood, ints integer[], texts text[], grid integer[][], code short_code,
+    version integer
+);
+SELECT inbox.upsert_versioned('typed', '{
+    "id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "t": "plain", "n": 123.4564, "i": 42,
+    "b": true, "ts": "2024-02-29T23:59:59.5+01:00", "d": "2024-02-29", "j": {"k": [1, null]},
+    "e": "urgent", "ints": [1, 2, 3], "texts": ["a", "b c"], "grid": [[1, 2], [3, 4]],
+    "code": "ABC", "version": 1}');
+SELECT inbox.upsert_versioned('typed', '{
+    "id": "b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "t": "plain", "n": 123.4564, "i": 42,
+    "b": true, "ts": "2024-02-29T23:59:59.5+01:00", "d": "2024-02-29", "e": "urgent",
+    "code": "ABC", "version": 1}');
+SELECT id, t, n, i, b, ts, d, j, e, ints, texts, grid, code, version,
+       pg_typeof(j) AS j_type, pg_typeof(e) AS e_type, pg_typeof(ints) AS ints_type
+FROM typed ORDER BY id;
+SELECT ident LIKE '%jsonb_to_record%' AS via_jsonb_to_record, ident LIKE '%VALUES ($1,%' AS via_typed_parameters
+FROM pg_backend_memory_contexts
+WHERE name = 'CachedPlanSource' AND ident LIKE 'INSERT INTO "upserts"."typed" %'
+ORDER BY 1;
+
+-- A value that does not convert to its column type is an error, never a silent NULL: on the
+-- typed-parameter path (the message has scalars only) and on the jsonb_to_record path (it also
+-- carries an array).
+SELECT path, column_name, outcome(format(
+    $$SELECT inbox.upsert_versioned('typed', '{"id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", %s%s, "version": 2}')$$,
+    to_json(column_name)::text || ': ' || value, extra))
+FROM (VALUES ('typed parameters', ''), ('jsonb_to_record', ', "texts": ["t"]')) AS paths(path, extra),
+     (VALUES ('id', '"not-a-uuid"'), ('n', '1234.5'), ('n', '"twelve"'), ('i', '"forty"'),
+             ('i', '4.5'), ('i', '{"a": 1}'), ('b', '"maybe"'), ('ts', '"yesterday-ish"'),
+             ('d', '"2024-02-30"'), ('e', '"sleepy"'), ('code', '"abcde"'), ('code', '"ab"'))
+     AS bad(column_name, value)
+ORDER BY column_name, value, path;
+SELECT outcome($$SELECT inbox.upsert_versioned('typed', '{"id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "ints": ["x"], "version": 2}')$$),
+       outcome($$SELECT inbox.upsert_versioned('typed', '{"id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "ints": [[1], 2], "version": 2}')$$),
+       outcome($$SELECT inbox.upsert_versioned('typed', '{"id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "version": "two"}')$$);
+SELECT version, t FROM typed ORDER BY id;
+
+-- Only the columns the state carries are converted: a NOT NULL domain column it leaves out takes
+-- its default, while an explicit null is rejected by the domain. Generated columns cannot be set.
+CREATE DOMAIN required_text AS text NOT NULL;
+CREATE TABLE tasks (id integer PRIMARY KEY, stage required_text DEFAULT 'new',
+                    doubled integer GENERATED ALWAYS AS (id * 2) STORED, version integer);
+SELECT inbox.upsert_versioned('tasks', '{"id": 1, "version": 1}');
+SELECT outcome($$SELECT inbox.upsert_versioned('tasks', '{"id": 1, "stage": null, "version": 2}')$$);
+SELECT outcome($$SELECT inbox.upsert_versioned('tasks', '{"id": 1, "doubled": 5, "version": 2}')$$);
+SELECT * FROM tasks;
+
+-- Composite primary keys and identifiers with mixed case, spaces and quotes, in a schema whose
+-- name needs quoting too.
+CREATE SCHEMA "Billing ""EU""";
+CREATE TABLE "Billing ""EU"""."Invoice Lines" (
+    "Tenant" uuid,
+    "line No." integer,
+    "Amount ""net""" numeric,
+    "Version" timestamptz,
+    PRIMARY KEY ("Tenant", "line No.")
+);
+SELECT inbox.upsert_versioned('"Billing ""EU"""."Invoice Lines"',
+    '{"Tenant": "00000000-0000-0000-0000-000000000001", "line No.": 1, "Amount \"net\"": 5, "Version": "2024-01-01"}',
+    'Version') AS line_1,
+       inbox.upsert_versioned('"Billing ""EU"""."Invoice Lines"',
+    '{"Tenant": "00000000-0000-0000-0000-000000000001", "line No.": 2, "Amount \"net\"": 6, "Version": "2024-01-01"}',
+    'Version') AS line_2,
+       inbox.upsert_versioned('"Billing ""EU"""."Invoice Lines"',
+    '{"Tenant": "00000000-0000-0000-0000-000000000001", "line No.": 1, "Amount \"net\"": 7, "Version": "2024-01-02"}',
+    'Version') AS line_1_newer,
+       inbox.upsert_versioned('"Billing ""EU"""."Invoice Lines"',
+    '{"Tenant": "00000000-0000-0000-0000-000000000001", "line No.": 2, "Amount \"net\"": 0, "Version": "2023-12-31"}',
+    'Version') AS line_2_stale;
+SELECT * FROM "Billing ""EU"""."Invoice Lines" ORDER BY "line No.";
+
+-- Partitioned tables work like plain ones.
+CREATE TABLE readings (sensor integer, day date, value numeric, version integer,
+                       PRIMARY KEY (sensor, day)) PARTITION BY RANGE (day);
+CREATE TABLE readings_2024 PARTITION OF readings FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+SELECT inbox.upsert_versioned('readings', '{"sensor": 1, "day": "2024-03-01", "value": 1, "version": 1}') AS first,
+       inbox.upsert_versioned('readings', '{"sensor": 1, "day": "2024-03-01", "value": 2, "version": 2}') AS newer,
+       inbox.upsert_versioned('readings', '{"sensor": 1, "day": "2024-03-01", "value": 0, "version": 1}') AS stale;
+SELECT * FROM readings_2024;
+
+-- Bad input: a clear error with its SQLSTATE, and nothing written.
+CREATE TABLE no_key (id integer, version integer);
+CREATE TABLE unordered (id integer PRIMARY KEY, version point);
+CREATE VIEW invoices_view AS SELECT * FROM invoices;
+CREATE SEQUENCE invoice_numbers;
+SELECT count(*) AS rows_before, sum(version) AS versions_before FROM invoices \gset
+SELECT statement, outcome(statement) FROM (VALUES
+    ($$SELECT inbox.upsert_versioned(NULL, '{"id": 3, "status": "x", "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', NULL)$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 3, "status": "x", "version": 1}', NULL)$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '[{"id": 3, "status": "x", "version": 1}]')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '"text"')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"status": "x", "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": null, "status": "x", "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 3, "status": "x"}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 3, "status": "x", "version": null}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": 99, "colour": "red"}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": 99, "ctid": "(0,1)"}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": 99, "Status": "x"}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', format('{"id": 1, "version": 99, "%s": 1}', repeat('x', 70))::jsonb)$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": 99}', 'revision')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": 99}', 'id')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": null, "version": 99}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": "ninety"}')$$),
+    ($$SELECT inbox.upsert_versioned('no_key', '{"id": 1, "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned('unordered', '{"id": 1, "version": "(1,2)"}')$$),
+    ($$SELECT inbox.upsert_versioned('invoices_view', '{"id": 3, "status": "x", "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned('invoice_numbers', '{"id": 3, "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned(4294967295::oid::regclass, '{"id": 3, "version": 1}')$$)
+) AS bad(statement);
+SELECT count(*) - :rows_before AS rows_written, sum(version) - :versions_before AS versions_changed
+FROM invoices;
+SELECT count(*) AS rows_written FROM no_key;
+SELECT count(*) AS rows_written FROM unordered;
+
+-- A json key cannot inject SQL, and neither can a hostile search_path: every name in the
+-- statement is quoted and schema-qualified, the comparison is OPERATOR(pg_catalog.<).
+SELECT outcome($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "version\" = 0; DROP TABLE invoices; --": 1, "version": 100}')$$);
+CREATE TABLE "weird ""; DROP TABLE invoices; --" ("id"") OR 1=1 --" integer PRIMARY KEY, "version" integer);
+SELECT inbox.upsert_versioned('"weird ""; DROP TABLE invoices; --"', '{"id\") OR 1=1 --": 1, "version": 1}');
+SELECT * FROM "weird ""; DROP TABLE invoices; --";
+CREATE SCHEMA hostile;
+CREATE FUNCTION hostile.always_lower(bigint, bigint) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+CREATE OPERATOR hostile.< (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hostile.always_lower);
+CREATE FUNCTION hostile.jsonb_to_record(jsonb) RETURNS record LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'hostile jsonb_to_record ran'; END $$;
+CREATE TABLE hostile.invoices (id integer PRIMARY KEY, status text, version bigint);
+SET search_path = hostile, pg_catalog, upserts, public;
+SELECT inbox.upsert_versioned('upserts.invoices', '{"id": 1, "status": "replayed", "version": 8}') AS stale_despite_hostile_path;
+SET search_path = upserts, public;
+SELECT id, status, version FROM invoices WHERE id = 1;
+SELECT count(*) AS hostile_rows FROM hostile.invoices;
+
+-- Privileges are the caller's: INSERT and UPDATE on the table are needed, as for the same
+-- statement written by hand, and row-level security applies.
+CREATE ROLE regress_upsert_writer;
+GRANT USAGE ON SCHEMA inbox, upserts TO regress_upsert_writer;
+GRANT EXECUTE ON FUNCTION inbox.upsert_versioned(regclass, jsonb, name) TO regress_upsert_writer;
+CREATE TABLE accounts (id integer PRIMARY KEY, owner name, balance numeric, version integer);
+INSERT INTO accounts VALUES (1, 'regress_upsert_writer', 10, 1), (2, 'someone_else', 20, 1);
+GRANT SELECT, INSERT ON accounts TO regress_upsert_writer;
+SET ROLE regress_upsert_writer;
+SELECT outcome($$SELECT inbox.upsert_versioned('accounts', '{"id": 1, "owner": "regress_upsert_writer", "balance": 11, "version": 2}')$$) AS without_update;
+RESET ROLE;
+GRANT UPDATE ON accounts TO regress_upsert_writer;
+ALTER TABLE accounts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON accounts USING (owner = current_user) WITH CHECK (owner = current_user);
+SET ROLE regress_upsert_writer;
+SELECT inbox.upsert_versioned('accounts', '{"id": 1, "owner": "regress_upsert_writer", "balance": 11, "version": 2}') AS own_row;
+SELECT outcome($$SELECT inbox.upsert_versioned('accounts', '{"id": 2, "owner": "someone_else", "balance": 0, "version": 2}')$$) AS other_row;
+SELECT outcome($$SELECT inbox.upsert_versioned('accounts', '{"id": 3, "owner": "someone_else", "balance": 0, "version": 1}')$$) AS new_row_for_other;
+RESET ROLE;
+SELECT * FROM accounts ORDER BY id;
+
+-- Plans are kept per (table, columns, version column): many calls, one plan per column set.
+CREATE FUNCTION kept_plans(target text) RETURNS bigint LANGUAGE sql AS $$
+    SELECT count(*) FROM pg_backend_memory_contexts
+    WHERE name = 'CachedPlanSource' AND ident LIKE 'INSERT INTO ' || target || ' %' $$;
+SELECT count(*) FILTER (WHERE written) AS written
+FROM generate_series(1, 50) AS i,
+     LATERAL inbox.upsert_versioned('shipments', jsonb_build_object('id', 'bulk-' || i % 5, 'state', 'v' || i, 'revision', i), 'revision') AS written;
+SELECT kept_plans('"upserts"."shipments"') AS plans_for_one_column_set;
+SELECT inbox.upsert_versioned('shipments', '{"id": "s-2", "revision": 1}', 'revision');
+SELECT kept_plans('"upserts"."shipments"') AS plans_for_two_column_sets;
+
+-- The table changes: the plans made from its old shape are dropped and rebuilt, never reused.
+ALTER TABLE shipments RENAME COLUMN state TO stage;
+SELECT inbox.upsert_versioned('shipments', '{"id": "s-1", "stage": "delivered", "revision": 4}', 'revision');
+SELECT outcome($$SELECT inbox.upsert_versioned('shipments', '{"id": "s-1", "state": "lost", "revision": 5}', 'revision')$$);
+SELECT kept_plans('"upserts"."shipments"') AS plans_after_rename;
+ALTER TABLE shipments ALTER COLUMN revision TYPE numeric;
+SELECT inbox.upsert_versioned('shipments', '{"id": "s-1", "stage": "returned", "revision": 4.5}', 'revision');
+ALTER TABLE shipments ADD COLUMN carrier text;
+SELECT inbox.upsert_versioned('shipments', '{"id": "s-1", "carrier": "post", "revision": 6}', 'revision');
+ALTER TABLE shipments RENAME TO parcels;
+SELECT inbox.upsert_versioned('parcels', '{"id": "s-1", "stage": "kept", "revision": 7}', 'revision');
+SELECT * FROM parcels WHERE id = 's-1';
+SELECT kept_plans('"upserts"."shipments"') AS plans_under_old_name;
+-- (the jsonb_to_record form names the column types: a renamed type rebuilds it too)
+ALTER TYPE invoice_mood RENAME TO ticket_mood;
+SELECT inbox.upsert_versioned('typed', '{"id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "e": "calm", "texts": ["x"], "version": 3}');
+SELECT e, texts, version FROM typed WHERE id = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11';
+ALTER SCHEMA "Billing ""EU""" RENAME TO "Billing";
+SELECT inbox.upsert_versioned('"Billing"."Invoice Lines"',
+    '{"Tenant": "00000000-0000-0000-0000-000000000001", "line No.": 1, "Amount \"net\"": 8, "Version": "2024-01-03"}',
+    'Version');
+SELECT * FROM "Billing"."Invoice Lines" ORDER BY "line No.";
+ALTER TABLE parcels DROP CONSTRAINT shipments_pkey;
+SELECT outcome($$SELECT inbox.upsert_versioned('parcels', '{"id": "s-1", "stage": "x", "revision": 8}', 'revision')$$);
+DROP TABLE parcels;
+CREATE TABLE parcels (id integer PRIMARY KEY, stage text, revision integer);
+SELECT inbox.upsert_versioned('parcels', '{"id": 1, "stage": "new table", "revision": 1}', 'revision');
+SELECT * FROM parcels;
+-- The same within one transaction: our own DDL is seen at once.
+BEGIN;
+ALTER TABLE parcels RENAME COLUMN stage TO phase;
+SELECT inbox.upsert_versioned('parcels', '{"id": 1, "phase": "same transaction", "revision": 2}', 'revision');
+ROLLBACK;
+SELECT * FROM parcels;
+
+-- A write rolled back with its transaction leaves nothing behind: the redelivery writes it.
+BEGIN;
+SELECT inbox.upsert_versioned('parcels', '{"id": 2, "stage": "in a transaction", "revision": 1}', 'revision');
+ROLLBACK;
+SELECT inbox.upsert_versioned('parcels', '{"id": 2, "stage": "redelivered", "revision": 1}', 'revision');
+SELECT * FROM parcels ORDER BY id;
+
+-- A call nested in another one (here from a trigger) may find every statement stale, e.g. after
+-- a schema rename inside the trigger: the statement still running is kept until it finishes and
+-- freed afterwards.
+CREATE SCHEMA nested_a;
+CREATE TABLE nested_a.events (id integer PRIMARY KEY, version integer);
+CREATE TABLE event_log (id integer PRIMARY KEY, version integer);
+CREATE FUNCTION log_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    ALTER SCHEMA nested_a RENAME TO nested_b;
+    PERFORM inbox.upsert_versioned('upserts.event_log', jsonb_build_object('id', NEW.id, 'version', NEW.version));
+    RAISE NOTICE 'statements kept for the running upsert: %', upserts.kept_plans('"nested_a"."events"');
+    ALTER SCHEMA nested_b RENAME TO nested_a;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER log_event AFTER INSERT OR UPDATE ON nested_a.events
+    FOR EACH ROW EXECUTE FUNCTION log_event();
+SELECT inbox.upsert_versioned('nested_a.events', '{"id": 1, "version": 1}') AS first,
+       inbox.upsert_versioned('nested_a.events', '{"id": 1, "version": 2}') AS second,
+       inbox.upsert_versioned('nested_a.events', '{"id": 1, "version": 2}') AS repeat;
+SELECT * FROM nested_a.events;
+SELECT * FROM event_log;
+SELECT kept_plans('"nested_a"."events"') AS plans_for_events;
+
+RESET TIME ZONE;
+RESET search_path;
+DROP OWNED BY regress_upsert_writer;
+DROP ROLE regress_upsert_writer;

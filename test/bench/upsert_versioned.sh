@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Benchmark: inbox.upsert_versioned against the same version-guarded upsert written by hand.
+#
+#   test/bench/upsert_versioned.sh            (after `make`; env: ROUNDS, TRANSACTIONS, CLIENTS, ROWS)
+#
+# Four variants write the same kind of message, each into its own identical table:
+#   function     SELECT inbox.upsert_versioned('bench_function', <message>)
+#   hand_typed   (a) a static prepared INSERT ... ON CONFLICT DO UPDATE ... WHERE version <, taking
+#                    the fields as typed parameters (the client has decoded the message itself)
+#   hand_jsonb   (a') the same static statement taking the same jsonb message, converted by
+#                    jsonb_to_record
+#   plpgsql      (b) a generic PL/pgSQL function building that upsert with format() + EXECUTE
+# The four scripts run in the same pgbench run, interleaved transaction by transaction, with the same
+# distribution of ids, amounts and versions.
+# A throwaway cluster is started from a private copy of PostgreSQL (as test/run.sh does).
+set -euo pipefail
+
+rounds=${ROUNDS:-10}
+transactions=${TRANSACTIONS:-20000}
+clients=${CLIENTS:-1}
+rows=${ROWS:-50000}
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+if [ "$(id -u)" -eq 0 ]; then bench_user=postgres; else bench_user=$(id -un); fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+root="$work/root"
+for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
+    mkdir -p "$root$(dirname "$dir")"
+    cp -a "$dir" "$root$dir"
+done
+make -s -C "$source_dir" install DESTDIR="$root" >/dev/null
+export PATH="$root$(pg_config --bindir):$PATH"
+chown -R "$bench_user" "$work" 2>/dev/null || true
+
+as_bench_user() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u "$bench_user" -- env PATH="$PATH" "$@"; else "$@"; fi
+}
+cluster="$work/cluster"
+stop() {
+    as_bench_user pg_ctl -D "$cluster" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap stop EXIT
+
+as_bench_user initdb -D "$cluster" -A trust -U postgres --no-sync >/dev/null
+cat >>"$cluster/postgresql.conf" <<EOF
+listen_addresses = ''
+unix_socket_directories = '$work'
+shared_preload_libraries = 'inbox'
+fsync = off
+synchronous_commit = off
+EOF
+as_bench_user pg_ctl -D "$cluster" -l "$work/cluster.log" -w start >/dev/null
+psql_bench() { as_bench_user psql -h "$work" -U postgres -d postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+psql_bench <<'SQL'
+CREATE EXTENSION inbox;
+CREATE TABLE bench_function (id integer PRIMARY KEY, status text NOT NULL,
+                             amount numeric(12, 2), note text, version bigint);
+CREATE TABLE bench_hand_typed (LIKE bench_function INCLUDING ALL);
+CREATE TABLE bench_hand_jsonb (LIKE bench_function INCLUDING ALL);
+CREATE TABLE bench_plpgsql (LIKE bench_function INCLUDING ALL);
+
+-- (b): what a generic helper looks like without the extension: find the key, build the
+-- statement with format(), EXECUTE it.
+CREATE FUNCTION plpgsql_upsert_versioned(target regclass, state jsonb,
+                                         version_column name DEFAULT 'version')
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    key_columns text;
+    columns text;
+    assignments text;
+    written bigint;
+BEGIN
+    SELECT string_agg(quote_ident(a.attname), ', ') INTO key_columns
+    FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+    WHERE i.indrelid = target AND i.indisprimary;
+    SELECT string_agg(quote_ident(key), ', '),
+           string_agg(format('%I = EXCLUDED.%I', key, key), ', ')
+               FILTER (WHERE quote_ident(key) <> ALL (string_to_array(key_columns, ', ')))
+    INTO columns, assignments
+    FROM jsonb_object_keys(state) AS key;
+    EXECUTE format('INSERT INTO %s AS stored (%s) SELECT %s FROM jsonb_populate_record(NULL::%s, $1) '
+                   'ON CONFLICT (%s) DO UPDATE SET %s WHERE stored.%I IS NULL OR stored.%I < EXCLUDED.%I',
+                   target, columns, columns, target, key_columns, assignments,
+                   version_column, version_column, version_column)
+    USING state;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    RETURN written > 0;
+END $$;
+SQL
+
+# The same message for every variant: a state with a random version, so that over the run both
+# paths are taken (a newer version updates, an older one is skipped).
+message="('{\"id\": ' || :id || ', \"status\": \"paid\", \"amount\": ' || :amount || ', \"note\": \"invoice paid\", \"version\": ' || :version || '}')::jsonb"
+variables="\\set id random(1, $rows)
+\\set amount random(1, 100000)
+\\set version random(1, 1000000000)"
+mkdir -p "$work/scripts"
+cat >"$work/scripts/function.sql" <<EOF
+$variables
+SELECT inbox.upsert_versioned('bench_function', $message);
+EOF
+cat >"$work/scripts/hand_typed.sql" <<EOF
+$variables
+INSERT INTO bench_hand_typed AS stored (id, status, amount, note, version)
+VALUES (:id, 'paid', :amount, 'invoice paid', :version)
+ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, amount = EXCLUDED.amount,
+    note = EXCLUDED.note, version = EXCLUDED.version
+WHERE stored.version IS NULL OR stored.version < EXCLUDED.version;
+EOF
+cat >"$work/scripts/hand_jsonb.sql" <<EOF
+$variables
+INSERT INTO bench_hand_jsonb AS stored (id, status, amount, note, version)
+SELECT id, status, amount, note, version
+FROM jsonb_to_record($message) AS incoming(id integer, status text, amount numeric(12, 2), note text, version bigint)
+ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, amount = EXCLUDED.amount,
+    note = EXCLUDED.note, version = EXCLUDED.version
+WHERE stored.version IS NULL OR stored.version < EXCLUDED.version;
+EOF
+cat >"$work/scripts/plpgsql.sql" <<EOF
+$variables
+SELECT plpgsql_upsert_versioned('bench_plpgsql', $message);
+EOF
+chown -R "$bench_user" "$work/scripts" 2>/dev/null || true
+
+variants=(function hand_typed hand_jsonb plpgsql)
+per_client=$((transactions / clients))
+echo "pgbench -M prepared, $clients client(s), $((per_client * clients)) transactions per round, $rounds rounds, $rows rows"
+# Each round is ONE pgbench run in which every transaction picks one of the four scripts at random
+# (equal weights), so the variants are interleaved transaction by transaction and share whatever
+# load the machine has. pgbench reports each script's average latency; a variant's throughput is
+# its inverse, and each round gives a ratio. The medians of the ratios over the rounds are reported.
+scripts=()
+for variant in "${variants[@]}"; do scripts+=(-f "$work/scripts/$variant.sql@1"); done
+ratios=""
+for ((round = 1; round <= rounds; round++)); do
+    output=$(as_bench_user pgbench -h "$work" -U postgres -n -M prepared -c "$clients" -j "$clients" \
+        -t "$per_client" --random-seed="$round" "${scripts[@]}" postgres 2>&1)
+    # "SQL script N: path" ... " - latency average = X ms", in the order of the -f options
+    latencies=($(sed -n 's/^ - latency average = \([0-9.]*\) ms$/\1/p' <<<"$output"))
+    ((${#latencies[@]} == ${#variants[@]})) || { echo "pgbench failed:" >&2; echo "$output" >&2; exit 1; }
+    printf 'round %2d latency (ms): function %s  hand_typed %s  hand_jsonb %s  plpgsql %s\n' \
+        "$round" "${latencies[@]}"
+    ratios+=$(awk -v f="${latencies[0]}" -v a="${latencies[1]}" -v j="${latencies[2]}" \
+        -v b="${latencies[3]}" 'BEGIN { printf "%.3f %.3f %.3f\n", a / f, j / f, b / f }')$'\n'
+done
+
+median_of_column() {
+    awk -v c="$1" 'NF { print $c }' <<<"$ratios" | sort -g |
+        awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+range_of_column() {
+    awk -v c="$1" 'NF { print $c }' <<<"$ratios" | sort -g | sed -n '1p;$p' | paste -sd- | sed 's/-/ .. /'
+}
+echo
+echo "throughput of the function relative to each alternative (median over rounds, [min .. max]):"
+echo "  function vs hand_typed (a)  = $(median_of_column 1)x  [$(range_of_column 1)]   (target >= 0.9x)"
+echo "  function vs hand_jsonb (a') = $(median_of_column 2)x  [$(range_of_column 2)]"
+echo "  function vs plpgsql (b)     = $(median_of_column 3)x  [$(range_of_column 3)]   (target >= 1.5x)"
+
+# Every variant wrote about the same number of rows (each got about a quarter of the messages).
+psql_bench -At <<'SQL'
+SELECT 'rows written: function ' || (SELECT count(*) FROM bench_function)
+    || ', hand_typed ' || (SELECT count(*) FROM bench_hand_typed)
+    || ', hand_jsonb ' || (SELECT count(*) FROM bench_hand_jsonb)
+    || ', plpgsql ' || (SELECT count(*) FROM bench_plpgsql);
+SQL
