@@ -4,6 +4,8 @@
 #   cluster_start BINDIR DIR [postgresql.conf line ...]
 #   cluster_psql [psql args ...]          (connected as postgres to database postgres)
 #   cluster_stop
+#   private_install ROOT SOURCE_DIR       PostgreSQL as packaged plus SOURCE_DIR's extension,
+#                                         under ROOT; sets private_bindir and private_pgxs_dir
 # DIR must not exist yet or be empty, and its parent must be reachable by the cluster user.
 
 if [ "$(id -u)" -eq 0 ]; then cluster_user=postgres; else cluster_user=$(id -un); fi
@@ -42,4 +44,18 @@ cluster_stop() {
     [ -n "${cluster_dir:-}" ] && [ -f "$cluster_dir/data/postmaster.pid" ] &&
         as_cluster_user "$cluster_bindir/pg_ctl" -D "$cluster_dir/data" -m fast -w stop >/dev/null
     return 0
+}
+
+# PostgreSQL's binaries are relocatable: a copy of the packaged installation finds its libraries
+# and extensions next to itself, so `make install DESTDIR=` into the copy tests this tree without
+# touching (or needing root for) the system's installation.
+private_install() {
+    local root=$1 source_dir=$2 dir
+    for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
+        mkdir -p "$root$(dirname "$dir")"
+        [ -e "$root$dir" ] || cp -a "$dir" "$root$dir"
+    done
+    make -s -C "$source_dir" install DESTDIR="$root" >/dev/null || return 1
+    private_bindir="$root$(pg_config --bindir)"
+    private_pgxs_dir="$root$(dirname "$(pg_config --pgxs)")/.."
 }

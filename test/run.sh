@@ -2,10 +2,10 @@
 # Runs the test suites against the extension as built in this tree:
 #   test/run.sh [style|unit|regress|isolation|pgtap|tap ...]     (default: all of them)
 #
-# The suites never touch the system's PostgreSQL installation: PostgreSQL's binaries are
-# relocatable, so the script copies them into a private root, runs `make install DESTDIR=` into
-# it, and starts every server from there. Several trees can be tested at once, and no root
-# privileges are needed beyond what is already installed.
+# The suites never touch the system's PostgreSQL installation: every server starts from a
+# private copy of it with this tree's extension installed (private_install in
+# scripts/cluster.sh). Several trees can be tested at once, and no root privileges are needed
+# beyond what is already installed.
 #
 # PostgreSQL refuses to run as root, so when started as root every server (and every client that
 # starts servers, such as the TAP tests) runs as the unprivileged user "postgres", in a private
@@ -22,14 +22,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
 cp -r "$source_dir/sql" "$source_dir/expected" "$source_dir/test" "$work/"
 
 # The private installation: PostgreSQL as packaged, plus this tree's extension.
-root="$work/root"
-for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
-    mkdir -p "$root$(dirname "$dir")"
-    [ -e "$root$dir" ] || cp -a "$dir" "$root$dir"
-done
-make -s -C "$source_dir" install DESTDIR="$root" >/dev/null || { echo "make install failed"; exit 1; }
-pg_bindir="$root$(pg_config --bindir)"
-pgxs_dir="$root$(dirname "$(pg_config --pgxs)")/.."
+private_install "$work/root" "$source_dir" || { echo "make install failed"; exit 1; }
+pg_bindir=$private_bindir
+pgxs_dir=$private_pgxs_dir
 chown -R "$cluster_user" "$work" 2>/dev/null || true
 export PATH="$pg_bindir:$PATH"
 

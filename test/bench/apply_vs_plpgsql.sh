@@ -5,19 +5,16 @@
 # order alternated) so that machine noise hits both sides alike; prints each round and the
 # median ratio.
 #   test/bench/apply_vs_plpgsql.sh [seconds-per-run] [rounds] [clients]
-# Needs the extension installed (make install).
 set -euo pipefail
 seconds=${1:-10}
 rounds=${2:-5}
 clients=${3:-2}
 
-source "$(dirname "$0")/../../scripts/cluster.sh"
-source "$(dirname "$0")/pgbench_compare.sh"
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-trap 'cluster_stop; rm -rf "$work"' EXIT
-cluster_start "$(pg_config --bindir)" "$work/cluster" "shared_preload_libraries = 'inbox'" \
-    "shared_buffers = '1GB'" "max_wal_size = '4GB'" "synchronous_commit = off"
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/pgbench_compare.sh"
+private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '4GB'" "synchronous_commit = off"
 
 cluster_psql <<'SQL'
 CREATE EXTENSION inbox;

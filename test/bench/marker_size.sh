@@ -4,15 +4,13 @@
 # with processed_at rising one millisecond apart, as markers of separate transactions do (a
 # single transaction would give every row the same time and flatter the processed_at index).
 #   test/bench/marker_size.sh [markers]        (default 1,000,000)
-# Needs the extension installed (make install).
 set -euo pipefail
 markers=${1:-1000000}
 
-source "$(dirname "$0")/../../scripts/cluster.sh"
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-trap 'cluster_stop; rm -rf "$work"' EXIT
-cluster_start "$(pg_config --bindir)" "$work/cluster" "max_wal_size = '4GB'" "fsync = off"
+source "$source_dir/test/bench/private_cluster.sh"
+private_cluster_start "max_wal_size = '4GB'" "fsync = off"
 
 cluster_psql -v markers="$markers" <<'SQL'
 CREATE EXTENSION inbox;

@@ -21,39 +21,11 @@ clients=${CLIENTS:-1}
 rows=${ROWS:-50000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-if [ "$(id -u)" -eq 0 ]; then bench_user=postgres; else bench_user=$(id -un); fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-root="$work/root"
-for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
-    mkdir -p "$root$(dirname "$dir")"
-    cp -a "$dir" "$root$dir"
-done
-make -s -C "$source_dir" install DESTDIR="$root" >/dev/null
-export PATH="$root$(pg_config --bindir):$PATH"
-chown -R "$bench_user" "$work" 2>/dev/null || true
+source "$source_dir/test/bench/private_cluster.sh"
+private_cluster_start "fsync = off" "synchronous_commit = off"
 
-as_bench_user() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u "$bench_user" -- env PATH="$PATH" "$@"; else "$@"; fi
-}
-cluster="$work/cluster"
-stop() {
-    as_bench_user pg_ctl -D "$cluster" -m fast -w stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap stop EXIT
-
-as_bench_user initdb -D "$cluster" -A trust -U postgres --no-sync >/dev/null
-cat >>"$cluster/postgresql.conf" <<EOF
-listen_addresses = ''
-unix_socket_directories = '$work'
-shared_preload_libraries = 'inbox'
-fsync = off
-synchronous_commit = off
-EOF
-as_bench_user pg_ctl -D "$cluster" -l "$work/cluster.log" -w start >/dev/null
-psql_bench() { as_bench_user psql -h "$work" -U postgres -d postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
-
-psql_bench <<'SQL'
+cluster_psql <<'SQL'
 CREATE EXTENSION inbox;
 CREATE TABLE bench_function (id integer PRIMARY KEY, status text NOT NULL,
                              amount numeric(12, 2), note text, version bigint);
@@ -122,7 +94,7 @@ cat >"$work/scripts/plpgsql.sql" <<EOF
 $variables
 SELECT plpgsql_upsert_versioned('bench_plpgsql', $message);
 EOF
-chown -R "$bench_user" "$work/scripts" 2>/dev/null || true
+chown -R "$cluster_user" "$work/scripts" 2>/dev/null || true
 
 variants=(function hand_typed hand_jsonb plpgsql)
 per_client=$((transactions / clients))
@@ -135,7 +107,7 @@ scripts=()
 for variant in "${variants[@]}"; do scripts+=(-f "$work/scripts/$variant.sql@1"); done
 ratios=""
 for ((round = 1; round <= rounds; round++)); do
-    output=$(as_bench_user pgbench -h "$work" -U postgres -n -M prepared -c "$clients" -j "$clients" \
+    output=$(as_cluster_user pgbench -h "$cluster_dir" -U postgres -n -M prepared -c "$clients" -j "$clients" \
         -t "$per_client" --random-seed="$round" "${scripts[@]}" postgres 2>&1)
     # "SQL script N: path" ... " - latency average = X ms", in the order of the -f options
     latencies=($(sed -n 's/^ - latency average = \([0-9.]*\) ms$/\1/p' <<<"$output"))
@@ -160,7 +132,7 @@ echo "  function vs hand_jsonb (a') = $(median_of_column 2)x  [$(range_of_column
 echo "  function vs plpgsql (b)     = $(median_of_column 3)x  [$(range_of_column 3)]   (target >= 1.5x)"
 
 # Every variant wrote about the same number of rows (each got about a quarter of the messages).
-psql_bench -At <<'SQL'
+cluster_psql -At <<'SQL'
 SELECT 'rows written: function ' || (SELECT count(*) FROM bench_function)
     || ', hand_typed ' || (SELECT count(*) FROM bench_hand_typed)
     || ', hand_jsonb ' || (SELECT count(*) FROM bench_hand_jsonb)
