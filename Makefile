@@ -6,7 +6,7 @@ MODULE_big = inbox
 include sources.mk
 OBJS = $(INBOX_SOURCES:.cpp=.o)
 DATA = sql/inbox--1.0.sql
-REGRESS = claim apply forget bad_input privileges
+REGRESS = claim apply forget bad_input privileges purge
 
 PG_CONFIG ?= pg_config
 

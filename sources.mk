@@ -4,4 +4,9 @@ INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/message_key.cpp \
 	src/marker_store.cpp \
-	src/apply.cpp
+	src/apply.cpp \
+	src/purge_settings.cpp \
+	src/purge.cpp \
+	src/purge_schedule.cpp \
+	src/worker_status.cpp \
+	src/purge_worker.cpp

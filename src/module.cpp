@@ -9,6 +9,11 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
+#include "purge_settings.hpp"
+#include "purge_worker.hpp"
+
 void _PG_init(void) {
+    define_purge_settings();
+    register_purge_workers();
     MarkGUCPrefixReserved("inbox");
 }
