@@ -64,7 +64,7 @@ COMMENT ON PROCEDURE inbox.purge(bigint) IS
 
 CREATE FUNCTION inbox.schedule_purge(schedule text DEFAULT '0 3 * * *')
 RETURNS bigint
-LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE
+LANGUAGE c VOLATILE PARALLEL UNSAFE
 AS 'MODULE_PATHNAME', 'inbox_schedule_purge';
 COMMENT ON FUNCTION inbox.schedule_purge(text) IS
     'Schedules CALL inbox.purge() with pg_cron as job ''inbox-purge''; returns the job id.';

@@ -134,6 +134,7 @@ RESET ALL;
 
 -- pg_cron is not installed here: a clear error, nothing scheduled.
 SELECT outcome($$SELECT inbox.schedule_purge()$$);
+SELECT outcome($$SELECT inbox.schedule_purge(NULL)$$);
 SELECT outcome($$SELECT inbox.unschedule_purge()$$);
 
 -- inbox.workers: a row per database served (see the TAP tests for the workers themselves);
