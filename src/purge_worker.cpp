@@ -195,12 +195,10 @@ void commit_worker_batch() {
     StartTransactionCommand();
 }
 
+// A worker lives for one run of at most about a second: the next one starts with the settings
+// as reloaded, so a worker does not reload midway (its SIGHUP handler only notes the request).
 void report_worker_progress(const PurgeProgress* progress) {
     worker_cycle_progress(served_database, progress->deleted);
-    if (ConfigReloadPending) {
-        ConfigReloadPending = false;
-        ProcessConfigFile(PGC_SIGHUP);
-    }
 }
 
 // Purges what one worker process may: until done, or out of its time budget.

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # How fast CALL inbox.purge() deletes expired markers, and what it costs live traffic.
 #
-#   test/bench/purge_rate.sh [expired markers=5000000] [seconds per traffic run=15] [rounds=3] [clients=2]
+#   test/bench/purge_rate.sh [expired markers=5000000] [seconds per traffic run=3] [rounds=15]
+#                            [clients=2] [synchronous_commit=off]
 #
 # 1. Purge rate: CALL inbox.purge() outside a transaction block (batches of
-#    inbox.purge_batch_size, a commit and a pause after each, as the workers run it) on that many
-#    expired markers of 10 consumers; rows/s over its whole run.
-# 2. Traffic: pgbench clients calling inbox.apply (a handler that credits one of 1000 accounts)
-#    for the same consumers, in interleaved runs without a purge and during one (the purge is
-#    started just before the run and cancelled after it; the table is refilled to the same
-#    number of expired markers before each). Prints the ratio of apply throughput during / without.
+#    inbox.purge_batch_size, a commit and a pause after each: what the workers run) on that many
+#    expired markers of 10 consumers; rows/s over the whole run.
+# 2. Traffic: the table is filled again and a purge started. pgbench clients call inbox.apply
+#    (a handler that credits one of 1000 accounts) for the same consumers in short runs, in turns
+#    with the purge held (a session holds the database's purge lock, so the purge waits before
+#    its next batch) and running. The ratio of each pair of runs (the order alternates), then
+#    their median: apply throughput during the purge / without it.
 source "$(dirname "$0")/throwaway_cluster.sh"
 expired=${1:-5000000}
-seconds=${2:-15}
-rounds=${3:-3}
+seconds=${2:-3}
+rounds=${3:-15}
 clients=${4:-2}
+synchronous_commit=${5:-off}
 
-start_throwaway_cluster "synchronous_commit = off
+start_throwaway_cluster "synchronous_commit = $synchronous_commit
 inbox.purge_worker = off"
 sql postgres "CREATE EXTENSION inbox"
 sql postgres "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
@@ -26,17 +29,16 @@ sql postgres "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL
          WHERE id = (payload ->> 'account')::int \$\$;
     CREATE SEQUENCE expired_ids"
 
-# Tops the table up to $expired expired markers (31 to 40 days old, default retention 30 days).
+expired_now() {
+    sql postgres "SELECT count(*) FROM inbox.messages WHERE processed_at < now() - interval '30 days'"
+}
+
+# Fills the table with $expired expired markers (31 to 40 days old; retention 30 days).
 fill_expired() {
-    local have
-    have=$(sql postgres "SELECT count(*) FROM inbox.messages WHERE processed_at < now() - interval '30 days'")
-    local missing=$((expired - have))
-    if ((missing > 0)); then
-        sql postgres "INSERT INTO inbox.messages (consumer, message_id, processed_at)
-            SELECT 'consumer-' || (n % 10), 'expired-' || n,
-                   now() - interval '40 days' + (i::float8 / $missing) * interval '9 days'
-            FROM (SELECT i, nextval('expired_ids') AS n FROM generate_series(1, $missing) i) s"
-    fi
+    sql postgres "INSERT INTO inbox.messages (consumer, message_id, processed_at)
+        SELECT 'consumer-' || (n % 10), 'expired-' || n,
+               now() - interval '40 days' + (i::float8 / $expired) * interval '9 days'
+        FROM (SELECT i, nextval('expired_ids') AS n FROM generate_series(1, $expired) i) s"
     sql postgres "VACUUM ANALYZE inbox.messages"
     sql postgres "CHECKPOINT"
 }
@@ -47,7 +49,7 @@ start=$(now_s)
 deleted=$(as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX -c "CALL inbox.purge()")
 elapsed=$(awk -v a="$(now_s)" -v b="$start" 'BEGIN { print a - b }')
 purge_rate=$(awk -v d="$deleted" -v s="$elapsed" 'BEGIN { printf "%.0f", d / s }')
-echo "purge alone: $deleted markers in $elapsed s = $purge_rate rows/s"
+printf 'purge alone: %d markers in %.1f s = %d rows/s\n' "$deleted" "$elapsed" "$purge_rate"
 
 cat >"$bench_work/apply.sql" <<'SCRIPT'
 \set account random(1, 1000)
@@ -62,34 +64,66 @@ apply_tps() {
         sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
 
-sum_without=0
-sum_during=0
-deleted_during=0
+# The session that holds the purge back: psql reading statements from a pipe.
+mkfifo "$bench_work/holder"
+chown "$bench_user" "$bench_work/holder" 2>/dev/null || true
+as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX \
+    -c "SET application_name = 'bench holder'" -f "$bench_work/holder" >/dev/null &
+exec 3>"$bench_work/holder"
+held() {
+    sql postgres "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                  WHERE a.application_name = 'bench holder' AND l.locktype = 'advisory'
+                    AND l.classid = 1768841848 AND l.objid = 1 AND l.granted"
+}
+hold_purge() {
+    echo "SELECT pg_advisory_lock(1768841848, 1);" >&3
+    until [ "$(held)" = 1 ]; do sleep 0.05; done
+}
+release_purge() {
+    echo "SELECT pg_advisory_unlock(1768841848, 1);" >&3
+    while [ "$(held)" = 1 ]; do sleep 0.05; done
+}
+
+fill_expired
+hold_purge
+as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX -c "CALL inbox.purge()" \
+    >/dev/null 2>&1 &
+purge_pid=$!
+
+run_without() { apply_tps; }
+run_during() {
+    release_purge
+    apply_tps
+    hold_purge
+}
+
+ratios=()
+before=$(expired_now)
 for round in $(seq "$rounds"); do
-    fill_expired
-    without=$(apply_tps)
-
-    fill_expired
-    as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX \
-        -c "SET application_name = 'bench purge'" -c "CALL inbox.purge()" \
-        >"$bench_work/purge.out" 2>&1 &
-    purge_pid=$!
-    before=$(sql postgres "SELECT count(*) FROM inbox.messages WHERE processed_at < now() - interval '30 days'")
-    during=$(apply_tps)
-    sql postgres "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench purge'" >/dev/null
-    wait "$purge_pid" || true
-    after=$(sql postgres "SELECT count(*) FROM inbox.messages WHERE processed_at < now() - interval '30 days'")
-    purged=$((before - after))
-
-    printf 'round %d  apply without purge %8.0f tps   during purge %8.0f tps (%s)   purged meanwhile %d\n' \
-        "$round" "$without" "$during" "$(ratio "$during" "$without")" "$purged"
-    sum_without=$(awk -v a="$sum_without" -v b="$without" 'BEGIN { print a + b }')
-    sum_during=$(awk -v a="$sum_during" -v b="$during" 'BEGIN { print a + b }')
-    deleted_during=$((deleted_during + purged))
+    if ((round % 2)); then
+        without=$(run_without)
+        during=$(run_during)
+    else
+        during=$(run_during)
+        without=$(run_without)
+    fi
+    kill -0 "$purge_pid" 2>/dev/null || { echo "the purge ended before round $round: use more markers"; exit 1; }
+    pair_ratio=$(ratio "$during" "$without")
+    ratios+=("$pair_ratio")
+    printf 'round %2d  apply without purge %8.0f tps   during purge %8.0f tps   ratio %s\n' \
+        "$round" "$without" "$during" "$pair_ratio"
 done
+purged=$((before - $(expired_now)))
+release_purge
+exec 3>&-
+sql postgres "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'CALL inbox.purge()'" >/dev/null
+wait "$purge_pid" || true
 
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END {
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 echo
-echo "expired markers: $expired, $clients apply clients, $seconds s per run, $rounds rounds"
-echo "purge rate alone:            $purge_rate rows/s"
-echo "purge rate beside traffic:   $(awk -v d="$deleted_during" -v s="$((seconds * rounds))" 'BEGIN { printf "%.0f", d / s }') rows/s"
-echo "apply tps during / without:  $(ratio "$sum_during" "$sum_without")"
+echo "expired markers: $expired; synchronous_commit = $synchronous_commit"
+echo "traffic: $clients apply clients, $rounds pairs of $seconds s runs"
+echo "purge rate alone:                     $purge_rate rows/s"
+echo "purge rate beside traffic:            $(awk -v d="$purged" -v s="$((seconds * rounds))" 'BEGIN { printf "%.0f", d / s }') rows/s"
+echo "apply tps during / without (median):  $median   (rounds: ${ratios[*]})"
