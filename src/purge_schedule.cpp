@@ -48,8 +48,9 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_schedule_purge);
 PGDLLEXPORT Datum inbox_schedule_purge(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("schedule must not be NULL"),
-                        errhint("Give a cron schedule such as '0 3 * * *'.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("schedule must not be NULL"),
+                 errhint("Give a cron schedule such as '0 3 * * *'.")));
     require_pg_cron();
     Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
     Datum values[3] = {CStringGetTextDatum(job_name), PG_GETARG_DATUM(0),

@@ -10,7 +10,11 @@
 #   1. purge cost: the batches of CALL inbox.purge() deleting the expired quarter of the markers,
 #      in a transaction that is rolled back (so each round purges the same rows; no pauses);
 #   2. claim throughput: pgbench calling inbox.claim with random ids, short runs; the ratio to
-#      "none" of each round, and the median of those ratios.
+#      "none" of each round, and the median of those ratios;
+#   3. claim CPU cost: a procedure claims random ids, committing each, in one session whose CPU
+#      time (utime + stime of the backend, from /proc) is read before and after. CPU time does
+#      not count the waits for a core that other work on the machine causes, so it shows the
+#      cost of the index when throughput runs are noisy; the throughput ratio follows from it.
 #
 #   test/bench/purge_index.sh [markers=2000000] [seconds per claim run=3] [rounds=15]
 #                             [clients=2] [synchronous_commit=off]
@@ -49,6 +53,14 @@ for option in "${options[@]}"; do
         brin) sql "$option" "CREATE INDEX ON inbox.messages USING brin (processed_at)" ;;
     esac
     sql "$option" "VACUUM ANALYZE inbox.messages"
+    sql "$option" "CREATE PROCEDURE claim_random(n int) LANGUAGE plpgsql AS \$\$
+        BEGIN
+            FOR i IN 1 .. n LOOP
+                PERFORM inbox.claim('consumer-' || (1 + (random() * 19)::int),
+                                    md5(random()::text || clock_timestamp()::text));
+                COMMIT;
+            END LOOP;
+        END \$\$"
 done
 sql postgres "CHECKPOINT"
 
@@ -67,7 +79,17 @@ median() {
     sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-declare -A purge_times claim_ratios claim_tps
+# CPU seconds of the backend of the session for $2 claims in database $1.
+claim_cpu_seconds() {
+    local cpu="(SELECT (split_part(s, ' ', 14)::bigint + split_part(s, ' ', 15)::bigint)
+                FROM pg_read_file('/proc/self/stat') s)"
+    as_bench_user psql -h "$bench_work" -U postgres -d "$1" -qAtX -v ON_ERROR_STOP=1 \
+        -c "CREATE TEMP TABLE cpu AS SELECT $cpu AS ticks" -c "CALL claim_random($2)" \
+        -c "SELECT ($cpu - ticks)::float8 / $(getconf CLK_TCK) FROM cpu"
+}
+
+declare -A purge_times claim_ratios claim_tps cpu_seconds cpu_ratios
+cpu_claims=50000
 purge_rounds=3
 for round in $(seq "$purge_rounds"); do
     for option in $(rotation "$round"); do
@@ -95,14 +117,37 @@ for round in $(seq "$rounds"); do
     echo "$line"
 done
 
+for round in $(seq "$rounds"); do
+    declare -A cpu=()
+    for option in $(rotation "$round"); do
+        cpu[$option]=$(claim_cpu_seconds "$option" "$cpu_claims")
+        cpu_seconds[$option]+="${cpu[$option]} "
+    done
+    line="claim CPU round $round"
+    for option in "${options[@]}"; do
+        cpu_ratios[$option]+="$(ratio "${cpu[$option]}" "${cpu[none]}") "
+        line+=$(printf '  %s %.2fs' "$option" "${cpu[$option]}")
+    done
+    echo "$line"
+done
+
 echo
 echo "markers: $markers per database, $((markers / 4)) expired; synchronous_commit = $synchronous_commit"
 echo "claim: $clients clients, $rounds rounds of $seconds s per option; purge: $purge_rounds rounds"
-printf '%-22s %16s %18s %16s %14s\n' option "claim tps (med)" "vs none (median)" "purge s (med)" "purge rows/s"
+echo "claim CPU: $rounds rounds of $cpu_claims claims per option, one session each"
+printf '%-22s %10s %9s %13s %13s %9s %12s\n' option "claim tps" "vs none" "CPU us/claim" \
+    "CPU vs none" "purge s" "purge rows/s"
+medians() { tr ' ' '\n' | grep . | median; }
 for option in "${options[@]}"; do
-    tps_median=$(echo "${claim_tps[$option]}" | tr ' ' '\n' | grep . | median)
-    ratio_median=$(echo "${claim_ratios[$option]}" | tr ' ' '\n' | grep . | median)
-    purge_median=$(echo "${purge_times[$option]}" | tr ' ' '\n' | grep . | median)
-    printf '%-22s %16.0f %18.3f %16.2f %14.0f\n' "$option" "$tps_median" "$ratio_median" \
-        "$purge_median" "$(awk -v e="$((markers / 4))" -v s="$purge_median" 'BEGIN { print e / s }')"
+    tps_median=$(echo "${claim_tps[$option]}" | medians)
+    ratio_median=$(echo "${claim_ratios[$option]}" | medians)
+    cpu_median=$(echo "${cpu_seconds[$option]}" | medians)
+    cpu_ratio=$(echo "${cpu_ratios[$option]}" | medians)
+    purge_median=$(echo "${purge_times[$option]}" | medians)
+    printf '%-22s %10.0f %9.3f %13.1f %13.3f %9.2f %12.0f\n' "$option" "$tps_median" \
+        "$ratio_median" "$(awk -v s="$cpu_median" -v n="$cpu_claims" 'BEGIN { print s * 1e6 / n }')" \
+        "$cpu_ratio" "$purge_median" \
+        "$(awk -v e="$((markers / 4))" -v s="$purge_median" 'BEGIN { print e / s }')"
 done
+echo "(medians over the rounds; \"vs none\" is the median of each round's ratio; throughput"
+echo " follows CPU cost as 1 / (CPU vs none) where the claim is bound by CPU)"
