@@ -6,7 +6,7 @@ MODULE_big = inbox
 include sources.mk
 OBJS = $(INBOX_SOURCES:.cpp=.o)
 DATA = sql/inbox--1.0.sql
-REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats
+REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge
 
 PG_CONFIG ?= pg_config
 

@@ -10,4 +10,9 @@ INBOX_SOURCES = \
 	src/stats_functions.cpp \
 	src/upsert_statement.cpp \
 	src/upsert_plan_cache.cpp \
-	src/upsert.cpp
+	src/upsert.cpp \
+	src/purge_settings.cpp \
+	src/purge.cpp \
+	src/purge_schedule.cpp \
+	src/worker_status.cpp \
+	src/purge_worker.cpp

@@ -196,3 +196,50 @@ COMMENT ON FUNCTION inbox.insert_once(regclass, jsonb) IS
 
 REVOKE ALL ON FUNCTION inbox.upsert_versioned(regclass, jsonb, name) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.insert_once(regclass, jsonb) FROM PUBLIC;
+
+-- =============================================================================================
+-- Retention: purge of expired markers, its workers, and scheduling with pg_cron.
+-- Settings: inbox.retention, inbox.purge_batch_size, inbox.purge_interval, inbox.purge_worker.
+-- =============================================================================================
+
+CREATE PROCEDURE inbox.purge(INOUT deleted bigint DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'inbox_purge';
+COMMENT ON PROCEDURE inbox.purge(bigint) IS
+    'Deletes markers older than inbox.retention in batches of inbox.purge_batch_size; returns the count.';
+
+CREATE FUNCTION inbox.schedule_purge(schedule text DEFAULT '0 3 * * *')
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_schedule_purge';
+COMMENT ON FUNCTION inbox.schedule_purge(text) IS
+    'Schedules CALL inbox.purge() with pg_cron as job ''inbox-purge''; returns the job id.';
+
+CREATE FUNCTION inbox.unschedule_purge()
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_unschedule_purge';
+COMMENT ON FUNCTION inbox.unschedule_purge() IS
+    'Removes the pg_cron job ''inbox-purge''; true when there was one.';
+
+CREATE FUNCTION inbox.worker_status(
+    OUT database_oid oid, OUT pid integer, OUT state text,
+    OUT last_cycle_start timestamptz, OUT last_cycle_end timestamptz,
+    OUT last_cycle_deleted bigint, OUT total_deleted bigint, OUT last_error text)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'inbox_worker_status';
+
+CREATE VIEW inbox.workers AS
+    SELECT d.datname AS database, w.pid, w.state, w.last_cycle_start, w.last_cycle_end,
+           w.last_cycle_deleted, w.total_deleted, w.last_error
+    FROM inbox.worker_status() w
+    LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) w.database_oid;
+COMMENT ON VIEW inbox.workers IS
+    'One row per purge worker (per database with the extension): state and last cycles.';
+
+REVOKE ALL ON PROCEDURE inbox.purge(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.schedule_purge(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.unschedule_purge() FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.worker_status() FROM PUBLIC;
+REVOKE ALL ON inbox.workers FROM PUBLIC;

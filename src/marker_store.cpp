@@ -31,6 +31,8 @@ void forget_marker_table(Datum, Oid relid) {
     if (relid == InvalidOid || relid == marker_table.relid) marker_table.relid = InvalidOid;
 }
 
+}  // namespace
+
 Oid marker_table_owner() {
     if (OidIsValid(marker_table.relid)) return marker_table.owner;
 
@@ -49,6 +51,8 @@ Oid marker_table_owner() {
     ReleaseSysCache(tuple);
     return marker_table.owner;
 }
+
+namespace {
 
 // A statement on the marker table, prepared on first use and kept for the backend's life. The
 // plan cache re-plans it when the table changes.

@@ -16,6 +16,9 @@ bool claim_marker(text* consumer, text* message_id);
 // Deletes one marker; true when there was one.
 bool forget_marker(text* consumer, text* message_id);
 
+// The role that owns inbox.messages: statements on the markers run as this role.
+Oid marker_table_owner();
+
 // Returns argument `argno` as text, or raises the contract's error for a NULL, empty or
 // over-long key. `what` names the argument in the message ("consumer", "message_id").
 text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,

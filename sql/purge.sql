@@ -1,0 +1,149 @@
+-- Retention settings and CALL inbox.purge().
+-- outcome(text) comes from bad_input.sql: SQLSTATE and message of a statement, or 'no error'.
+
+-- Defaults, with units.
+SHOW inbox.retention;
+SHOW inbox.purge_batch_size;
+SHOW inbox.purge_interval;
+SHOW inbox.purge_worker;
+
+-- Out of range or malformed: 22023, and the setting keeps its value.
+SELECT statement, outcome(statement) FROM (VALUES
+    ($$SET inbox.retention = 0$$),
+    ($$SET inbox.retention = '-1d'$$),
+    ($$SET inbox.retention = '100000d'$$),
+    ($$SET inbox.retention = 'forever'$$),
+    ($$SET inbox.retention = '30 days'$$),
+    ($$SET inbox.purge_batch_size = 0$$),
+    ($$SET inbox.purge_batch_size = 1000001$$),
+    ($$SET inbox.purge_interval = '50ms'$$),
+    ($$SET inbox.purge_interval = '2d'$$),
+    ($$SET inbox.purge_worker = 'sometimes'$$),
+    ($$SET inbox.no_such_setting = 1$$)
+) AS bad(statement);
+SHOW inbox.retention;
+
+-- In range, with any unit.
+SET inbox.retention = '36h';
+SHOW inbox.retention;
+SET inbox.retention = 1;
+SHOW inbox.retention;
+SET inbox.purge_interval = '100ms';
+SHOW inbox.purge_interval;
+RESET ALL;
+
+-- Who may change them: an ordinary role can pick the batch size of its own purge, nothing else:
+-- 42501 for the retention, the interval and the worker switch, in SET and ALTER ROLE alike.
+CREATE ROLE regress_purge_user;
+SET ROLE regress_purge_user;
+SELECT statement, outcome(statement) FROM (VALUES
+    ($$SET inbox.retention = '1s'$$),
+    ($$SET inbox.purge_interval = '1s'$$),
+    ($$SET inbox.purge_worker = off$$),
+    ($$SET inbox.purge_batch_size = 10$$),
+    ($$ALTER ROLE regress_purge_user SET inbox.retention = '1s'$$)
+) AS attempt(statement);
+RESET ROLE;
+SHOW inbox.retention;
+
+-- A superuser can give a database and a role their own values.
+ALTER ROLE regress_purge_user SET inbox.retention = '1d';
+SELECT setconfig FROM pg_db_role_setting
+WHERE setrole = 'regress_purge_user'::regrole;
+ALTER ROLE regress_purge_user RESET inbox.retention;
+
+-- The purge. A trigger records the transaction of every deletion, to count the transactions.
+CREATE TABLE purge_log (txid bigint, consumer text, message_id text);
+CREATE FUNCTION log_purge() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.purge_log VALUES (pg_catalog.txid_current(), OLD.consumer, OLD.message_id);
+    RETURN OLD;
+END $$;
+CREATE TRIGGER log_purge AFTER DELETE ON inbox.messages FOR EACH ROW EXECUTE FUNCTION log_purge();
+
+CREATE PROCEDURE expire_markers() LANGUAGE sql AS $$
+    DELETE FROM inbox.messages;
+    TRUNCATE purge_log;
+    -- 7 expired markers of "billing", 4 of "shipping", and 3 fresh ones of each.
+    INSERT INTO inbox.messages
+    SELECT consumer, consumer || '-old-' || i, now() - interval '2 hours' + i * interval '1 s'
+    FROM (VALUES ('billing', 7), ('shipping', 4)) AS c(consumer, n), generate_series(1, n) i;
+    INSERT INTO inbox.messages
+    SELECT consumer, consumer || '-new-' || i, now()
+    FROM (VALUES ('billing'), ('shipping')) AS c(consumer), generate_series(1, 3) i;
+$$;
+
+SET inbox.retention = '1h';
+SET inbox.purge_batch_size = 3;
+
+-- Outside a transaction block: 11 deleted, each batch of at most 3 in its own transaction,
+-- consumer by consumer, the oldest markers first; the fresh ones stay.
+CALL expire_markers();
+CALL inbox.purge();
+SELECT rank() OVER (ORDER BY txid) AS batch, string_agg(message_id, ' ' ORDER BY message_id)
+FROM purge_log GROUP BY txid ORDER BY txid;
+SELECT consumer, string_agg(message_id, ' ' ORDER BY message_id) AS remaining
+FROM inbox.messages GROUP BY consumer ORDER BY consumer;
+-- Nothing left to purge.
+CALL inbox.purge();
+
+-- Inside a transaction block: one transaction, the caller's, which decides.
+CALL expire_markers();
+BEGIN;
+CALL inbox.purge();
+SELECT count(DISTINCT txid) AS transactions, count(*) AS deleted FROM purge_log;
+SELECT count(DISTINCT txid) = 1 AS in_callers_transaction FROM purge_log
+WHERE txid = txid_current();
+ROLLBACK;
+SELECT count(*) AS markers_after_rollback FROM inbox.messages;
+
+-- Called from a function (atomic context): the same, in the caller's transaction.
+CREATE FUNCTION purge_from_function() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    CALL inbox.purge(n);
+    RETURN n;
+END $$;
+SELECT purge_from_function() AS deleted;
+SELECT count(DISTINCT txid) AS transactions FROM purge_log;
+
+-- The retention decides what is expired: with 3 hours nothing is.
+CALL expire_markers();
+SET inbox.retention = '3h';
+CALL inbox.purge();
+RESET inbox.retention;
+
+-- An ordinary role needs EXECUTE on the procedure, never rights on the table.
+SET ROLE regress_purge_user;
+SELECT outcome('CALL inbox.purge()');
+RESET ROLE;
+GRANT USAGE ON SCHEMA inbox TO regress_purge_user;
+GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO regress_purge_user;
+SET inbox.retention = '1h';
+SET ROLE regress_purge_user;
+CALL inbox.purge();
+SELECT outcome('SELECT count(*) FROM inbox.messages');
+RESET ROLE;
+
+DROP TRIGGER log_purge ON inbox.messages;
+DROP TABLE purge_log;
+DROP FUNCTION log_purge(), purge_from_function();
+DROP PROCEDURE expire_markers();
+DELETE FROM inbox.messages;
+RESET ALL;
+
+-- pg_cron is not installed here: a clear error, nothing scheduled.
+SELECT outcome($$SELECT inbox.schedule_purge()$$);
+SELECT outcome($$SELECT inbox.schedule_purge(NULL)$$);
+SELECT outcome($$SELECT inbox.unschedule_purge()$$);
+
+-- inbox.workers: a row per database served (see the TAP tests for the workers themselves);
+-- like everything else of the extension, not open to PUBLIC.
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+WHERE attrelid = 'inbox.workers'::regclass AND attnum > 0 ORDER BY attnum;
+SET ROLE regress_purge_user;
+SELECT outcome('SELECT * FROM inbox.workers');
+RESET ROLE;
+
+DROP OWNED BY regress_purge_user;
+DROP ROLE regress_purge_user;

@@ -1,0 +1,260 @@
+// Deleting expired markers: batch by batch, through SPI only (a partitioned or Citus-distributed
+// marker table is purged the same way), and CALL inbox.purge().
+//
+// A batch walks the consumers in key order and deletes each one's oldest expired markers, found
+// through the (consumer, processed_at) index, by primary key, until batch_size rows went. Every
+// batch takes the database's purge lock (a transaction-level advisory lock), so two purges never
+// delete side by side: CALL inbox.purge() waits for its turn, a worker that finds the lock taken
+// yields and leaves the work to the other.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+#include <cstring>
+
+#include "marker_store.hpp"
+#include "message_key.hpp"
+#include "purge.hpp"
+#include "purge_settings.hpp"
+
+namespace {
+
+// The purge lock: advisory locks are per database, so this pair serializes the purges of one
+// database. Visible in pg_locks as advisory (classid, objid) = (1768841848, 1); "inbx" in ASCII.
+constexpr uint32 purge_lock_key = 0x696e6278;
+constexpr uint32 purge_lock_kind = 1;
+
+bool take_purge_lock(bool wait) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, purge_lock_key, purge_lock_kind, 2);
+    return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+// Locks inbox.messages for the batch, or reports that the extension is gone. Taking the lock
+// before any statement means a concurrent DROP EXTENSION either waits for this batch or has
+// committed, never fails it half-way.
+bool lock_marker_table() {
+    RangeVar* table = makeRangeVar(pstrdup("inbox"), pstrdup("messages"), -1);
+    return OidIsValid(
+        RangeVarGetRelidExtended(table, RowExclusiveLock, RVR_MISSING_OK, nullptr, nullptr));
+}
+
+struct PurgeStatement {
+    const char* sql;
+    int nargs;
+    Oid argtypes[3];
+    SPIPlanPtr plan;
+};
+
+// The first consumer after $1 in key order: one descent of an index on consumer.
+PurgeStatement next_consumer = {
+    "SELECT pg_catalog.min(consumer) FROM inbox.messages "
+    "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE \"C\"",
+    1,
+    {TEXTOID},
+    nullptr};
+
+// Up to $3 of consumer $1's markers processed before $2, oldest first, deleted by primary key.
+// processed_at is checked again on the row that is deleted, in case it changed meanwhile.
+PurgeStatement delete_expired = {
+    "DELETE FROM inbox.messages "
+    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
+    "AND processed_at OPERATOR(pg_catalog.<) $2 "
+    "AND message_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+    "SELECT message_id FROM inbox.messages "
+    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
+    "AND processed_at OPERATOR(pg_catalog.<) $2 "
+    "ORDER BY processed_at LIMIT $3))",
+    3,
+    {TEXTOID, TIMESTAMPTZOID, INT8OID},
+    nullptr};
+
+// Runs a statement as the marker table's owner (the caller needs EXECUTE on inbox.purge, never
+// rights on the table; a worker running as superuser does no more than the owner could).
+int execute_as_owner(PurgeStatement* statement, Datum* values) {
+    if (statement->plan == nullptr) {
+        SPIPlanPtr plan = SPI_prepare(statement->sql, statement->nargs, statement->argtypes);
+        if (plan == nullptr)
+            elog(ERROR, "could not prepare \"%s\": %s", statement->sql,
+                 SPI_result_code_string(SPI_result));
+        SPI_keepplan(plan);
+        statement->plan = plan;
+    }
+    Oid owner = marker_table_owner();
+    Oid caller;
+    int caller_context;
+    GetUserIdAndSecContext(&caller, &caller_context);
+    SetUserIdAndSecContext(
+        owner, caller_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    int rc = SPI_execute_plan(statement->plan, values, nullptr, false, 0);
+    SetUserIdAndSecContext(caller, caller_context);
+    if (rc < 0) elog(ERROR, "\"%s\" failed: %s", statement->sql, SPI_result_code_string(rc));
+    return rc;
+}
+
+// Where the walk over consumers stands; a consumer is at most 64 bytes, so it fits inline and
+// survives the commits between batches without a memory context.
+struct ConsumerCursor {
+    char consumer[inbox::max_consumer_bytes + 1];  // "" before the first consumer
+    bool positioned;                               // consumer is the one being purged
+};
+
+// Moves to the next consumer; false when there is none.
+bool advance_consumer(ConsumerCursor* cursor) {
+    Datum after = PointerGetDatum(cstring_to_text(cursor->consumer));
+    execute_as_owner(&next_consumer, &after);
+    bool isnull = true;
+    Datum next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    if (isnull) return false;
+    text_to_cstring_buffer(DatumGetTextPP(next), cursor->consumer, sizeof(cursor->consumer));
+    cursor->positioned = true;
+    return true;
+}
+
+// One batch: up to batch_size markers across consumers, in the current transaction. Returns
+// the rows deleted; *exhausted is set when the walk passed the last consumer.
+int64 purge_one_batch(ConsumerCursor* cursor, TimestampTz cutoff, int batch_size, bool* exhausted) {
+    int64 deleted = 0;
+    *exhausted = false;
+    PushActiveSnapshot(GetTransactionSnapshot());
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    while (deleted < batch_size) {
+        if (!cursor->positioned && !advance_consumer(cursor)) {
+            *exhausted = true;
+            break;
+        }
+        int64 limit = batch_size - deleted;
+        Datum values[3] = {PointerGetDatum(cstring_to_text(cursor->consumer)),
+                           TimestampTzGetDatum(cutoff), Int64GetDatum(limit)};
+        execute_as_owner(&delete_expired, values);
+        deleted += SPI_processed;
+        if ((int64)SPI_processed < limit) cursor->positioned = false;  // consumer done
+    }
+    SPI_finish();
+    PopActiveSnapshot();
+    return deleted;
+}
+
+// The pause after a batch: as long as the batch took (bounded), so that the purge takes at most
+// about half of one core and of the I/O it competes for with live traffic.
+long pause_after_batch_ms(TimestampTz batch_start) {
+    long ms = TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp());
+    return Max(10, Min(ms, 1000));
+}
+
+void pause_between_batches(long ms) {
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+                    PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+}
+
+}  // namespace
+
+TimestampTz purge_cutoff_now() {
+    return GetCurrentTimestamp() - (TimestampTz)purge_retention_s * USECS_PER_SEC;
+}
+
+PurgeProgress purge_expired_markers(const PurgeRun* run) {
+    PurgeProgress progress = {0, 0, PurgeOutcome::finished};
+    ConsumerCursor cursor = {"", false};
+    for (;;) {
+        if (!take_purge_lock(run->wait_for_turn)) {
+            progress.outcome = PurgeOutcome::busy;
+            break;
+        }
+        if (!lock_marker_table()) {
+            progress.outcome = PurgeOutcome::extension_gone;
+            break;
+        }
+        TimestampTz batch_start = GetCurrentTimestamp();
+        bool exhausted = false;
+        int64 deleted = purge_one_batch(&cursor, run->cutoff, run->batch_size, &exhausted);
+        progress.deleted += deleted;
+        if (deleted > 0) progress.batches++;
+        if (run->after_batch != nullptr) run->after_batch(&progress);
+        if (exhausted) break;
+        if (run->commit != nullptr) {
+            run->commit();
+            pause_between_batches(pause_after_batch_ms(batch_start));
+        }
+        if (run->deadline != 0 && GetCurrentTimestamp() >= run->deadline) {
+            progress.outcome = PurgeOutcome::out_of_time;
+            break;
+        }
+    }
+    return progress;
+}
+
+const char* purge_outcome_name(PurgeOutcome outcome) {
+    switch (outcome) {
+        case PurgeOutcome::finished:
+            return "finished";
+        case PurgeOutcome::busy:
+            return "yielded to another purge";
+        case PurgeOutcome::out_of_time:
+            return "out of time";
+        case PurgeOutcome::extension_gone:
+            return "extension dropped";
+    }
+    return "unknown";
+}
+
+namespace {
+
+void commit_procedure_batch() {
+    SPI_commit();
+}
+
+// CALL inbox.purge() outside a transaction block is non-atomic: it may commit.
+bool called_nonatomic(FunctionCallInfo fcinfo) {
+    return fcinfo->context != nullptr && IsA(fcinfo->context, CallContext) &&
+           !castNode(CallContext, fcinfo->context)->atomic;
+}
+
+}  // namespace
+
+extern "C" {
+
+// CALL inbox.purge(): the INOUT argument carries the number of markers deleted back.
+PG_FUNCTION_INFO_V1(inbox_purge);
+PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
+    bool nonatomic = called_nonatomic(fcinfo);
+    PurgeRun run = {purge_cutoff_now(), purge_batch_size, true, nullptr, 0, nullptr};
+    if (nonatomic) {
+        if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+            elog(ERROR, "SPI_connect_ext failed");
+        run.commit = commit_procedure_batch;
+    }
+    PurgeProgress progress = purge_expired_markers(&run);
+    if (nonatomic) SPI_finish();
+
+    if (progress.outcome == PurgeOutcome::extension_gone)
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table inbox.messages is missing")));
+
+    // Built after the last commit, in the memory of the CALL, which outlives its transactions.
+    TupleDesc result_type;
+    if (get_call_result_type(fcinfo, nullptr, &result_type) != TYPEFUNC_COMPOSITE)
+        elog(ERROR, "inbox.purge must have an INOUT bigint parameter");
+    Datum value = Int64GetDatum(progress.deleted);
+    bool isnull = false;
+    return HeapTupleGetDatum(heap_form_tuple(result_type, &value, &isnull));
+}
+}

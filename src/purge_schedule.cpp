@@ -1,0 +1,80 @@
+// inbox.schedule_purge() / inbox.unschedule_purge(): CALL inbox.purge() as a pg_cron job.
+// pg_cron stays optional: it is looked up in the catalog and called through SPI, never linked.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+}
+
+namespace {
+
+// One job per database and role; scheduling again replaces its schedule (pg_cron upserts by
+// job name and user).
+constexpr const char* job_name = "inbox-purge";
+constexpr const char* job_command = "CALL inbox.purge()";
+
+void require_pg_cron() {
+    if (!OidIsValid(get_extension_oid("pg_cron", true)))
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("pg_cron is not installed in this database"),
+                 errhint("Add pg_cron to shared_preload_libraries and run CREATE EXTENSION pg_cron "
+                         "in the database named by cron.database_name, or let the inbox purge "
+                         "workers do the purging (inbox.purge_worker).")));
+}
+
+// Runs a one-row, one-column query on pg_cron's functions; false when it returned no row.
+bool run_cron_query(const char* sql, int nargs, Oid* argtypes, Datum* values, Datum* result,
+                    bool* isnull) {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    int rc = SPI_execute_with_args(sql, nargs, argtypes, values, nullptr, false, 0);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "\"%s\" failed: %s", sql, SPI_result_code_string(rc));
+    bool found = SPI_processed > 0;
+    if (found) {
+        *result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+        // by-value results only (bigint, boolean): nothing to copy out of SPI's memory
+    }
+    SPI_finish();
+    return found;
+}
+
+}  // namespace
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(inbox_schedule_purge);
+PGDLLEXPORT Datum inbox_schedule_purge(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(0))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("schedule must not be NULL"),
+                 errhint("Give a cron schedule such as '0 3 * * *'.")));
+    require_pg_cron();
+    Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+    Datum values[3] = {CStringGetTextDatum(job_name), PG_GETARG_DATUM(0),
+                       CStringGetTextDatum(job_command)};
+    Datum job_id = 0;
+    bool isnull = true;
+    run_cron_query("SELECT cron.schedule($1, $2, $3)", 3, argtypes, values, &job_id, &isnull);
+    if (isnull) elog(ERROR, "cron.schedule returned no job id");
+    PG_RETURN_DATUM(job_id);
+}
+
+PG_FUNCTION_INFO_V1(inbox_unschedule_purge);
+PGDLLEXPORT Datum inbox_unschedule_purge(PG_FUNCTION_ARGS) {
+    require_pg_cron();
+    // cron.job shows only the jobs of the current user: the one this user scheduled.
+    Oid argtypes[1] = {TEXTOID};
+    Datum values[1] = {CStringGetTextDatum(job_name)};
+    Datum removed = 0;
+    bool isnull = true;
+    bool found = run_cron_query(
+        "SELECT cron.unschedule(jobid) FROM cron.job "
+        "WHERE jobname OPERATOR(pg_catalog.=) $1 AND username OPERATOR(pg_catalog.=) "
+        "CURRENT_USER",
+        1, argtypes, values, &removed, &isnull);
+    PG_RETURN_BOOL(found && !isnull && DatumGetBool(removed));
+}
+}

@@ -1,0 +1,42 @@
+// The settings of retention. Units and ranges are enforced by the GUC machinery, so every
+// out-of-range value is refused with SQLSTATE 22023 and a message naming the limits.
+extern "C" {
+#include "postgres.h"
+#include "utils/guc.h"
+}
+
+#include <climits>
+
+#include "purge_settings.hpp"
+
+int purge_retention_s = 30 * 24 * 3600;
+int purge_batch_size = 10000;
+int purge_interval_ms = 60 * 1000;
+bool purge_worker_enabled = true;
+
+void define_purge_settings() {
+    // SUSET: a session of an ordinary user must not shorten the retention and drop markers whose
+    // messages can still come back. Superusers set it in postgresql.conf, ALTER SYSTEM or
+    // ALTER DATABASE ... SET (the value for that database's worker).
+    DefineCustomIntVariable(
+        "inbox.retention", "How long a marker is kept after it was processed.",
+        "Markers older than this are deleted by inbox.purge() and the purge workers. Must exceed "
+        "every path by which a message can come back.",
+        &purge_retention_s, 30 * 24 * 3600, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, nullptr, nullptr,
+        nullptr);
+    // USERSET: the batch size only shapes the transactions of the caller's own purge.
+    DefineCustomIntVariable("inbox.purge_batch_size", "Markers deleted per purge batch.",
+                            "Each batch is one transaction when the purge commits between batches.",
+                            &purge_batch_size, 10000, 1, 1000000, PGC_USERSET, 0, nullptr, nullptr,
+                            nullptr);
+    // SUSET rather than SIGHUP so that ALTER DATABASE ... SET can give a database its own value.
+    DefineCustomIntVariable("inbox.purge_interval",
+                            "Time between two purge cycles of a database's purge worker.", nullptr,
+                            &purge_interval_ms, 60 * 1000, 100, 24 * 3600 * 1000, PGC_SUSET,
+                            GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable(
+        "inbox.purge_worker", "Whether the purge workers delete expired markers.",
+        "The server-wide value starts or stops the workers; ALTER DATABASE ... SET "
+        "inbox.purge_worker = off exempts one database.",
+        &purge_worker_enabled, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+}

@@ -1,0 +1,252 @@
+// The purge workers' status in shared memory (its own segment and named LWLock tranche), and
+// the function behind the inbox.workers view.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+}
+
+#include <cstring>
+
+#include "worker_status.hpp"
+
+namespace {
+
+constexpr const char* segment_name = "inbox purge workers";
+constexpr const char* tranche_name = "inbox_purge_workers";
+// Databases with the extension whose workers can report at once; beyond it they still purge.
+constexpr int max_worker_slots = 512;
+
+enum class WorkerState : int { idle, purging, standby };
+
+struct WorkerSlot {
+    Oid database;  // InvalidOid: free
+    pid_t pid;     // the worker process now serving the database, 0 when none
+    WorkerState state;
+    TimestampTz last_cycle_start;
+    TimestampTz last_cycle_end;
+    int64 last_cycle_deleted;
+    int64 total_deleted;
+    char last_error[256];
+    // A cycle runs over several worker processes when it has more to delete than one process
+    // may take time for (so that none holds its database for long).
+    bool cycle_open;
+    TimestampTz cycle_start;
+    int64 cycle_deleted;
+    int64 cycle_batches;
+    int64 process_deleted;  // deleted by the running process so far, not yet in cycle_deleted
+    TimestampTz next_run;
+};
+
+struct WorkerStatus {
+    LWLock* lock;
+    WorkerSlot slots[max_worker_slots];
+};
+
+WorkerStatus* status = nullptr;
+shmem_request_hook_type previous_request_hook = nullptr;
+shmem_startup_hook_type previous_startup_hook = nullptr;
+
+void request_memory() {
+    if (previous_request_hook != nullptr) previous_request_hook();
+    RequestAddinShmemSpace(sizeof(WorkerStatus));
+    RequestNamedLWLockTranche(tranche_name, 1);
+}
+
+void attach_memory() {
+    if (previous_startup_hook != nullptr) previous_startup_hook();
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    bool found = false;
+    status =
+        static_cast<WorkerStatus*>(ShmemInitStruct(segment_name, sizeof(WorkerStatus), &found));
+    if (!found) {
+        std::memset(status, 0, sizeof(WorkerStatus));
+        status->lock = &(GetNamedLWLockTranche(tranche_name))->lock;
+    }
+    LWLockRelease(AddinShmemInitLock);
+}
+
+// Callers hold the lock.
+WorkerSlot* find_slot(Oid database) {
+    for (WorkerSlot& slot : status->slots)
+        if (slot.database == database) return &slot;
+    return nullptr;
+}
+
+WorkerSlot* find_or_create_slot(Oid database) {
+    WorkerSlot* slot = find_slot(database);
+    if (slot != nullptr) return slot;
+    slot = find_slot(InvalidOid);
+    if (slot == nullptr) return nullptr;
+    std::memset(slot, 0, sizeof(WorkerSlot));
+    slot->database = database;
+    return slot;
+}
+
+const char* state_name(WorkerState state) {
+    switch (state) {
+        case WorkerState::idle:
+            return "idle";
+        case WorkerState::purging:
+            return "purging";
+        case WorkerState::standby:
+            return "standby";
+    }
+    return "unknown";
+}
+
+// Runs `update` on the database's slot under the exclusive lock; nothing without shared memory
+// or a slot. Updates only copy plain values: nothing in them can raise an error.
+template <typename Update>
+void update_slot(Oid database, bool create, Update update) {
+    if (status == nullptr) return;
+    LWLockAcquire(status->lock, LW_EXCLUSIVE);
+    WorkerSlot* slot = create ? find_or_create_slot(database) : find_slot(database);
+    if (slot != nullptr) update(slot);
+    LWLockRelease(status->lock);
+}
+
+}  // namespace
+
+void request_worker_status_memory() {
+    previous_request_hook = shmem_request_hook;
+    shmem_request_hook = request_memory;
+    previous_startup_hook = shmem_startup_hook;
+    shmem_startup_hook = attach_memory;
+}
+
+void worker_starts(Oid database, bool standby) {
+    update_slot(database, true, [&](WorkerSlot* slot) {
+        slot->pid = MyProcPid;
+        slot->state = standby ? WorkerState::standby : WorkerState::idle;
+        slot->process_deleted = 0;
+    });
+}
+
+void worker_cycle_begins(Oid database) {
+    TimestampTz now = GetCurrentTimestamp();
+    update_slot(database, false, [&](WorkerSlot* slot) {
+        slot->state = WorkerState::purging;
+        if (!slot->cycle_open) {
+            slot->cycle_open = true;
+            slot->cycle_start = now;
+            slot->cycle_deleted = 0;
+            slot->cycle_batches = 0;
+        }
+    });
+}
+
+void worker_cycle_progress(Oid database, int64 deleted) {
+    update_slot(database, false, [&](WorkerSlot* slot) { slot->process_deleted = deleted; });
+}
+
+CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
+                              TimestampTz next_run) {
+    TimestampTz now = GetCurrentTimestamp();
+    CycleTotals totals = {now, deleted, batches};
+    update_slot(database, true, [&](WorkerSlot* slot) {
+        if (!slot->cycle_open) {  // the slot was taken over meanwhile: start afresh
+            slot->cycle_open = true;
+            slot->cycle_start = now;
+        }
+        slot->cycle_deleted += deleted;
+        slot->cycle_batches += batches;
+        slot->total_deleted += deleted;
+        slot->process_deleted = 0;
+        slot->next_run = next_run;
+        totals = {slot->cycle_start, slot->cycle_deleted, slot->cycle_batches};
+        if (finished) {
+            slot->cycle_open = false;
+            slot->last_cycle_start = slot->cycle_start;
+            slot->last_cycle_end = now;
+            slot->last_cycle_deleted = slot->cycle_deleted;
+        }
+    });
+    return totals;
+}
+
+void worker_exits(Oid database) {
+    update_slot(database, false, [&](WorkerSlot* slot) {
+        if (slot->pid != MyProcPid) return;
+        slot->pid = 0;
+        if (slot->state == WorkerState::purging) slot->state = WorkerState::idle;
+    });
+}
+
+void worker_failed(Oid database, const char* message) {
+    update_slot(database, true, [&](WorkerSlot* slot) {
+        strlcpy(slot->last_error, message, sizeof(slot->last_error));
+    });
+}
+
+void forget_worker(Oid database) {
+    update_slot(database, false, [](WorkerSlot* slot) { slot->database = InvalidOid; });
+}
+
+void forget_workers_except(const Oid* databases, int count) {
+    if (status == nullptr) return;
+    LWLockAcquire(status->lock, LW_EXCLUSIVE);
+    for (WorkerSlot& slot : status->slots) {
+        if (slot.database == InvalidOid) continue;
+        bool live = false;
+        for (int i = 0; i < count && !live; i++) live = databases[i] == slot.database;
+        if (!live) slot.database = InvalidOid;
+    }
+    LWLockRelease(status->lock);
+}
+
+TimestampTz worker_next_run(Oid database) {
+    TimestampTz next_run = 0;
+    if (status == nullptr) return next_run;
+    LWLockAcquire(status->lock, LW_SHARED);
+    WorkerSlot* slot = find_slot(database);
+    if (slot != nullptr) next_run = slot->next_run;
+    LWLockRelease(status->lock);
+    return next_run;
+}
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(inbox_worker_status);
+PGDLLEXPORT Datum inbox_worker_status(PG_FUNCTION_ARGS) {
+    InitMaterializedSRF(fcinfo, 0);
+    if (status == nullptr) return (Datum)0;
+
+    // Copied under the lock, turned into rows (which allocates) after it.
+    WorkerSlot* copy = static_cast<WorkerSlot*>(palloc(sizeof(status->slots)));
+    LWLockAcquire(status->lock, LW_SHARED);
+    std::memcpy(copy, status->slots, sizeof(status->slots));
+    LWLockRelease(status->lock);
+
+    ReturnSetInfo* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    for (int i = 0; i < max_worker_slots; i++) {
+        const WorkerSlot& slot = copy[i];
+        if (slot.database == InvalidOid) continue;
+        Datum values[8];
+        bool nulls[8] = {false,
+                         slot.pid == 0,
+                         false,
+                         slot.last_cycle_start == 0,
+                         slot.last_cycle_end == 0,
+                         slot.last_cycle_end == 0,
+                         false,
+                         slot.last_error[0] == '\0'};
+        values[0] = ObjectIdGetDatum(slot.database);
+        values[1] = Int32GetDatum(slot.pid);
+        values[2] = CStringGetTextDatum(state_name(slot.state));
+        values[3] = TimestampTzGetDatum(slot.last_cycle_start);
+        values[4] = TimestampTzGetDatum(slot.last_cycle_end);
+        values[5] = Int64GetDatum(slot.last_cycle_deleted);
+        values[6] = Int64GetDatum(slot.total_deleted + slot.process_deleted);
+        values[7] = CStringGetTextDatum(slot.last_error);
+        tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
+    }
+    return (Datum)0;
+}
+}

@@ -1,0 +1,41 @@
+// What the purge workers report about themselves, in shared memory: the rows of inbox.workers.
+// One slot per database in which a worker found the extension. Exists only when the library is
+// preloaded; without it every call here does nothing and inbox.workers is empty.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "datatype/timestamp.h"
+}
+
+// Asks for the segment and its lock (from _PG_init, while preloading).
+void request_worker_status_memory();
+
+// A worker process starts serving `database` (which has the extension): idle, or standby when
+// the server is in recovery. Creates the database's slot on first use.
+void worker_starts(Oid database, bool standby);
+// The worker begins (or, after its predecessor ran out of time, continues) a purge cycle.
+void worker_cycle_begins(Oid database);
+// Markers deleted so far in this worker process's part of the cycle.
+void worker_cycle_progress(Oid database, int64 deleted);
+
+struct CycleTotals {
+    TimestampTz start;
+    int64 deleted;
+    int64 batches;
+};
+// The worker process ends. `finished`: the cycle is complete (its totals are returned, to be
+// logged); otherwise it continues in the next worker process. The launcher starts that one at
+// `next_run`.
+CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
+                              TimestampTz next_run);
+// The worker process exits, normally or not: no pid, not purging.
+void worker_exits(Oid database);
+void worker_failed(Oid database, const char* message);
+
+// The database has no extension (any more), or is gone: its slot is freed.
+void forget_worker(Oid database);
+// Frees the slots of every database not in `databases`.
+void forget_workers_except(const Oid* databases, int count);
+// When the last worker of `database` asked for the next one; 0 when it did not say.
+TimestampTz worker_next_run(Oid database);

@@ -1,0 +1,62 @@
+# Helpers shared by the purge TAP tests (test/t/purge_*.pl).
+package PurgeTest;
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(usleep);
+use Exporter 'import';
+
+our @EXPORT = qw(purge_node add_markers marker_count wait_for_next_cycle deliberately_kill);
+
+# A node with the library preloaded and the given extra settings, started.
+sub purge_node
+{
+	my ($name, $settings, %init) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%init);
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'inbox'\n" . ($settings // ''));
+	$node->start;
+	return $node;
+}
+
+# Inserts $count markers of $consumer, processed $age ago (an interval literal).
+sub add_markers
+{
+	my ($node, $db, $consumer, $count, $age) = @_;
+	$node->safe_psql($db,
+		"INSERT INTO inbox.messages (consumer, message_id, processed_at) "
+		  . "SELECT '$consumer', '$consumer-' || i || '-' || clock_timestamp(), "
+		  . "now() - interval '$age' FROM generate_series(1, $count) i");
+}
+
+sub marker_count
+{
+	my ($node, $db, $consumer) = @_;
+	return $node->safe_psql($db,
+		"SELECT count(*) FROM inbox.messages WHERE consumer = '$consumer'");
+}
+
+# Waits until the worker of $db has run a whole purge cycle that began after this call, so that
+# what it did not delete, it left on purpose. $view_db is a database where inbox.workers is.
+sub wait_for_next_cycle
+{
+	my ($node, $view_db, $db) = @_;
+	my $since = $node->safe_psql($view_db, 'SELECT clock_timestamp()');
+	return $node->poll_query_until($view_db,
+		"SELECT last_cycle_start > '$since' FROM inbox.workers WHERE database = '$db'");
+}
+
+# kill -9 of a server process, recorded so that the log check of the harness accepts it.
+sub deliberately_kill
+{
+	my ($pid) = @_;
+	open(my $kills, '>>', "$ENV{TESTDIR}/deliberate-kills") or die "deliberate-kills: $!";
+	print $kills "$pid\n";
+	close($kills);
+	kill 'KILL', $pid or die "could not kill $pid: $!";
+}
+
+1;
