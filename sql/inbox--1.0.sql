@@ -50,7 +50,7 @@ REVOKE ALL ON FUNCTION inbox.forget(text, text) FROM PUBLIC;
 
 -- =============================================================================================
 -- Statistics: the duplicate rate (claim counters in shared memory, library preloaded) and the
--- number of markers retained. See docs/monitoring.md.
+-- number of markers retained. See README, "Monitoring".
 -- =============================================================================================
 
 CREATE FUNCTION inbox.stats_counters(OUT consumer text, OUT applied bigint,
@@ -72,7 +72,7 @@ COMMENT ON FUNCTION inbox.stats_reset() IS
 
 -- One row per consumer that has markers or counters, and a row with a NULL consumer for the
 -- claims of consumers beyond inbox.max_consumers, when there are any. Every part is an index
--- descent or a bounded scan, whatever the size of the inbox (docs/monitoring.md).
+-- descent or a bounded scan, whatever the size of the inbox (README, "Monitoring").
 CREATE VIEW inbox.stats AS
 WITH RECURSIVE
 -- The distinct consumers of the markers, one index descent each (a "skip scan").

@@ -121,7 +121,7 @@ SELECT outcome('SELECT * FROM inbox.stats');
 SELECT outcome('SELECT inbox.stats_reset()');
 SELECT outcome('SET inbox.track_stats = off');
 RESET ROLE;
--- What docs/monitoring.md tells a DBA to grant to a monitoring role.
+-- What the README tells a DBA to grant to a monitoring role.
 GRANT SELECT ON inbox.stats TO regress_inbox_monitor;
 GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO regress_inbox_monitor;
 SET ROLE regress_inbox_monitor;
