@@ -6,6 +6,7 @@ SHOW inbox.retention;
 SHOW inbox.purge_batch_size;
 SHOW inbox.purge_interval;
 SHOW inbox.purge_worker;
+SHOW inbox.purge_log_level;
 
 -- Out of range or malformed: 22023, and the setting keeps its value.
 SELECT statement, outcome(statement) FROM (VALUES
@@ -19,6 +20,7 @@ SELECT statement, outcome(statement) FROM (VALUES
     ($$SET inbox.purge_interval = '50ms'$$),
     ($$SET inbox.purge_interval = '2d'$$),
     ($$SET inbox.purge_worker = 'sometimes'$$),
+    ($$SET inbox.purge_log_level = 'warning'$$),
     ($$SET inbox.no_such_setting = 1$$)
 ) AS bad(statement);
 SHOW inbox.retention;
@@ -30,6 +32,8 @@ SET inbox.retention = 1;
 SHOW inbox.retention;
 SET inbox.purge_interval = '100ms';
 SHOW inbox.purge_interval;
+SET inbox.purge_log_level = debug1;
+SHOW inbox.purge_log_level;
 RESET ALL;
 
 -- Who may change them: an ordinary role can pick the batch size of its own purge, nothing else:
@@ -40,6 +44,7 @@ SELECT statement, outcome(statement) FROM (VALUES
     ($$SET inbox.retention = '1s'$$),
     ($$SET inbox.purge_interval = '1s'$$),
     ($$SET inbox.purge_worker = off$$),
+    ($$SET inbox.purge_log_level = debug1$$),
     ($$SET inbox.purge_batch_size = 10$$),
     ($$ALTER ROLE regress_purge_user SET inbox.retention = '1s'$$)
 ) AS attempt(statement);

@@ -13,6 +13,12 @@ int purge_retention_s = 30 * 24 * 3600;
 int purge_batch_size = 10000;
 int purge_interval_ms = 60 * 1000;
 bool purge_worker_enabled = true;
+int purge_log_level = LOG;
+
+namespace {
+const struct config_enum_entry purge_log_levels[] = {
+    {"log", LOG, false}, {"debug1", DEBUG1, false}, {nullptr, 0, false}};
+}  // namespace
 
 void define_purge_settings() {
     // SUSET: a session of an ordinary user must not shorten the retention and drop markers whose
@@ -39,4 +45,8 @@ void define_purge_settings() {
         "The server-wide value starts or stops the workers; ALTER DATABASE ... SET "
         "inbox.purge_worker = off exempts one database.",
         &purge_worker_enabled, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "inbox.purge_log_level", "Level of the message logged for each purge cycle that deleted.",
+        "log: every such cycle is in the server log; debug1: only with log_min_messages = debug1.",
+        &purge_log_level, LOG, purge_log_levels, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 }

@@ -10,5 +10,8 @@ extern int purge_interval_ms;
 // Whether the workers purge (the launcher follows the server-wide value, a database can opt out).
 extern bool purge_worker_enabled;
 
+// The level of the message a worker logs for each cycle that deleted something (LOG or DEBUG1).
+extern int purge_log_level;
+
 // Defines the settings; always, preloaded or not, so that CALL inbox.purge() sees them.
 void define_purge_settings();

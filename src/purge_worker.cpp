@@ -221,7 +221,7 @@ void purge_this_database() {
     CycleTotals cycle =
         worker_cycle_ends(served_database, progress.deleted, progress.batches, finished, next_run);
     if (finished && cycle.deleted > 0)
-        ereport(LOG,
+        ereport(purge_log_level,
                 (errmsg("%s of database \"%s\" deleted %lld expired markers in %lld batches "
                         "in %ld ms (%s)",
                         worker_type, served_database_name, (long long)cycle.deleted,
