@@ -6,11 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use InboxTest;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'inbox'");
-$node->start;
+my $node = inbox_node('crash');
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION inbox;

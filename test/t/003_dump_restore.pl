@@ -5,10 +5,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use InboxTest;
 
-my $node = PostgreSQL::Test::Cluster->new('dump');
-$node->init;
-$node->start;
+my $node = inbox_node('dump', '', preload => '');
 
 $node->safe_psql('postgres', q{
     CREATE DATABASE source;

@@ -8,11 +8,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use InboxTest;
 
-my $node = PostgreSQL::Test::Cluster->new('fuzz');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'inbox'");
-$node->start;
+my $node = inbox_node('fuzz');
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION inbox;

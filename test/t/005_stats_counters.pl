@@ -6,12 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use InboxTest;
 
-my $node = PostgreSQL::Test::Cluster->new('stats');
-$node->init;
-$node->append_conf('postgresql.conf',
-    "shared_preload_libraries = 'inbox'\nmax_prepared_transactions = 2\nrestart_after_crash = on");
-$node->start;
+my $node = inbox_node('stats', "max_prepared_transactions = 2\nrestart_after_crash = on");
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION inbox;
@@ -104,8 +101,7 @@ $node->safe_psql('postgres',
 is($node->safe_psql('postgres', $totals), '3|1|1', 'counting before the crash');
 my $victim = $node->background_psql('postgres', on_error_stop => 0);
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
-PostgreSQL::Test::Utils::append_to_file("$ENV{TESTDIR}/deliberate-kills", "$pid\n");
-kill 'KILL', $pid;
+deliberately_kill($pid);
 $victim->quit;
 $node->poll_query_until('postgres', 'SELECT true', 't') or die 'no restart after the crash';
 is($node->safe_psql('postgres', $totals), '3|0|0', 'a backend crash loses the counters');

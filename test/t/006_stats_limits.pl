@@ -6,12 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use InboxTest;
 
-my $node = PostgreSQL::Test::Cluster->new('few_consumers');
-$node->init;
-$node->append_conf('postgresql.conf',
-    "shared_preload_libraries = 'inbox'\ninbox.max_consumers = 2");
-$node->start;
+my $node = inbox_node('few_consumers', 'inbox.max_consumers = 2');
 $node->safe_psql('postgres', 'CREATE EXTENSION inbox; CREATE DATABASE other');
 $node->safe_psql('other', 'CREATE EXTENSION inbox');
 
@@ -60,9 +57,7 @@ like($set_err, qr/cannot be changed without restarting the server/,
 $node->stop;
 
 # Without the preload every function works and the view shows NULL counters.
-my $plain = PostgreSQL::Test::Cluster->new('no_preload');
-$plain->init;
-$plain->start;
+my $plain = inbox_node('no_preload', '', preload => '');
 $plain->safe_psql('postgres', q{
     CREATE EXTENSION inbox;
     SELECT inbox.claim('billing', 'm-1'), inbox.claim('billing', 'm-1'), inbox.claim('audit', 'm-1');

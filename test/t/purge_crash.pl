@@ -6,9 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PurgeTest;
+use InboxTest;
 
-my $node = purge_node('crash', <<'EOF_CONF');
+my $node = inbox_node('crash', <<'EOF_CONF');
 inbox.retention = '1s'
 inbox.purge_interval = '100ms'
 inbox.purge_batch_size = 200

@@ -5,19 +5,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PurgeTest;
+use InboxTest;
 
-my $node = PostgreSQL::Test::Cluster->new('cron');
-$node->init;
-my $socket_dir = $node->host;
-$node->append_conf('postgresql.conf', <<"EOF_CONF");
-shared_preload_libraries = 'pg_cron,inbox'
+my $node = inbox_node(
+	'cron',
+	sub {
+		my $socket_dir = shift->host;
+		return <<"EOF_CONF";
 cron.database_name = 'postgres'
 cron.host = '$socket_dir'
 inbox.retention = '1min'
 inbox.purge_worker = off
 EOF_CONF
-$node->start;
+	},
+	preload => 'pg_cron,inbox');
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_cron; CREATE EXTENSION inbox');
 
 add_markers($node, 'postgres', 'old', 500, '1 hour');

@@ -6,9 +6,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
-use PurgeTest;
+use InboxTest;
 
-my $node = purge_node('drop', <<'EOF_CONF');
+my $node = inbox_node('drop', <<'EOF_CONF');
 inbox.retention = '1s'
 inbox.purge_interval = '100ms'
 inbox.purge_batch_size = 200

@@ -5,9 +5,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PurgeTest;
+use InboxTest;
 
-my $primary = purge_node('primary', <<'EOF_CONF', allows_streaming => 1);
+my $primary = inbox_node('primary', <<'EOF_CONF', allows_streaming => 1);
 inbox.retention = '1d'
 inbox.purge_interval = '100ms'
 EOF_CONF

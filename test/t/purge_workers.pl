@@ -6,9 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PurgeTest;
+use InboxTest;
 
-my $node = purge_node('workers', <<'EOF_CONF');
+my $node = inbox_node('workers', <<'EOF_CONF');
 inbox.retention = '1min'
 inbox.purge_interval = '200ms'
 inbox.purge_batch_size = 100

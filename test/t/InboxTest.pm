@@ -1,5 +1,5 @@
-# Helpers shared by the purge TAP tests (test/t/purge_*.pl).
-package PurgeTest;
+# Helpers shared by the TAP tests (test/t/*.pl).
+package InboxTest;
 
 use strict;
 use warnings;
@@ -8,16 +8,21 @@ use PostgreSQL::Test::Utils;
 use Time::HiRes qw(usleep);
 use Exporter 'import';
 
-our @EXPORT = qw(purge_node add_markers marker_count wait_for_next_cycle deliberately_kill);
+our @EXPORT = qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill);
 
-# A node with the library preloaded and the given extra settings, started.
-sub purge_node
+# A node with the library preloaded and the given extra settings (postgresql.conf lines),
+# started. The option preload names other libraries to preload instead ('' for none); the other
+# options go to init. $settings may be a function of the node, for settings that name its
+# socket directory.
+sub inbox_node
 {
 	my ($name, $settings, %init) = @_;
+	my $preload = delete $init{preload} // 'inbox';
 	my $node = PostgreSQL::Test::Cluster->new($name);
+	$settings = $settings->($node) if ref $settings eq 'CODE';
 	$node->init(%init);
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'inbox'\n" . ($settings // ''));
+	my $conf = ($preload eq '' ? '' : "shared_preload_libraries = '$preload'\n") . ($settings // '');
+	$node->append_conf('postgresql.conf', $conf) if $conf ne '';
 	$node->start;
 	return $node;
 }
