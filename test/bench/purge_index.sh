@@ -22,7 +22,10 @@
 # The markers are loaded in processed_at order, as an append-only inbox writes them: the best
 # case for BRIN. A quarter is 31 to 40 days old (expired under the default retention, 30 days),
 # the rest 1 to 29 days old.
-source "$(dirname "$0")/throwaway_cluster.sh"
+set -euo pipefail
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+source "$source_dir/test/bench/private_cluster.sh"
 markers=${1:-2000000}
 seconds=${2:-3}
 rounds=${3:-15}
@@ -31,9 +34,8 @@ synchronous_commit=${5:-off}
 consumers=20
 options=(none consumer_processed_at processed_at brin)
 
-start_throwaway_cluster "synchronous_commit = $synchronous_commit
-inbox.purge_worker = off
-autovacuum = off"
+private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '4GB'" "checkpoint_timeout = '30min'" \
+    "synchronous_commit = $synchronous_commit" "inbox.purge_worker = off" "autovacuum = off"
 sql postgres "CREATE DATABASE bench_template"
 sql bench_template "CREATE EXTENSION inbox"
 sql bench_template "DROP INDEX inbox.messages_consumer_processed_at"
@@ -64,28 +66,24 @@ for option in "${options[@]}"; do
 done
 sql postgres "CHECKPOINT"
 
-cat >"$bench_work/claim.sql" <<'SCRIPT'
+cat >"$work/claim.sql" <<'SCRIPT'
 \set c random(1, 20)
 SELECT inbox.claim('consumer-' || :c, md5(random()::text || clock_timestamp()::text));
 SCRIPT
-chown "$bench_user" "$bench_work/claim.sql" 2>/dev/null || true
+chown "$cluster_user" "$work/claim.sql" 2>/dev/null || true
 
 # The options of round $1, rotated.
 rotation() {
     local shift=$(($1 % ${#options[@]}))
     echo "${options[@]:shift}" "${options[@]:0:shift}"
 }
-median() {
-    sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 # CPU seconds of the backend of the session for $2 claims in database $1.
 claim_cpu_seconds() {
     local cpu="(SELECT (split_part(s, ' ', 14)::bigint + split_part(s, ' ', 15)::bigint)
                 FROM pg_read_file('/proc/self/stat') s)"
-    as_bench_user psql -h "$bench_work" -U postgres -d "$1" -qAtX -v ON_ERROR_STOP=1 \
-        -c "CREATE TEMP TABLE cpu AS SELECT $cpu AS ticks" -c "CALL claim_random($2)" \
-        -c "SELECT ($cpu - ticks)::float8 / $(getconf CLK_TCK) FROM cpu"
+    cluster_psql -d "$1" -At -c "CREATE TEMP TABLE cpu AS SELECT $cpu AS ticks" \
+        -c "CALL claim_random($2)" -c "SELECT ($cpu - ticks)::float8 / $(getconf CLK_TCK) FROM cpu"
 }
 
 declare -A purge_times claim_ratios claim_tps cpu_seconds cpu_ratios
@@ -94,42 +92,42 @@ purge_rounds=3
 for round in $(seq "$purge_rounds"); do
     for option in $(rotation "$round"); do
         start=$(now_s)
-        deleted=$(as_bench_user psql -h "$bench_work" -U postgres -d "$option" -qAtX \
-            -c "BEGIN" -c "CALL inbox.purge()" -c "ROLLBACK")
+        deleted=$(cluster_psql -d "$option" -At -c "BEGIN" -c "CALL inbox.purge()" -c "ROLLBACK")
         elapsed=$(awk -v a="$(now_s)" -v b="$start" 'BEGIN { print a - b }')
         purge_times[$option]+="$elapsed "
         printf 'purge round %d  %-22s %d markers in %6.2f s\n' "$round" "$option" "$deleted" "$elapsed"
     done
 done
 
-for round in $(seq "$rounds"); do
-    declare -A tps=()
-    for option in $(rotation "$round"); do
-        tps[$option]=$(bench_pgbench "$option" -c "$clients" -j "$clients" -T "$seconds" \
-            -f "$bench_work/claim.sql" | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-        claim_tps[$option]+="${tps[$option]} "
+# $rounds rounds of MEASURE OPTION for every option, in rotated order: each value is added to the
+# array named VALUES, its ratio to that of "none" in the round to the array named RATIOS, and a
+# line a round shows the values (printf FORMAT).
+#   measure_rounds LABEL FORMAT VALUES RATIOS MEASURE
+measure_rounds() {
+    local label=$1 format=$2 measure=$5 round option line
+    local -n all_values=$3 all_ratios=$4
+    local -A value
+    for round in $(seq "$rounds"); do
+        value=()
+        for option in $(rotation "$round"); do
+            value[$option]=$("$measure" "$option")
+            all_values[$option]+="${value[$option]} "
+        done
+        line="$label round $round"
+        for option in "${options[@]}"; do
+            all_ratios[$option]+="$(ratio "${value[$option]}" "${value[none]}") "
+            line+=$(printf "  %s $format" "$option" "${value[$option]}")
+        done
+        echo "$line"
     done
-    line="claim round $round"
-    for option in "${options[@]}"; do
-        claim_ratios[$option]+="$(ratio "${tps[$option]}" "${tps[none]}") "
-        line+=$(printf '  %s %.0f' "$option" "${tps[$option]}")
-    done
-    echo "$line"
-done
-
-for round in $(seq "$rounds"); do
-    declare -A cpu=()
-    for option in $(rotation "$round"); do
-        cpu[$option]=$(claim_cpu_seconds "$option" "$cpu_claims")
-        cpu_seconds[$option]+="${cpu[$option]} "
-    done
-    line="claim CPU round $round"
-    for option in "${options[@]}"; do
-        cpu_ratios[$option]+="$(ratio "${cpu[$option]}" "${cpu[none]}") "
-        line+=$(printf '  %s %.2fs' "$option" "${cpu[$option]}")
-    done
-    echo "$line"
-done
+}
+claim_tps_of() {
+    as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n -c "$clients" \
+        -j "$clients" -T "$seconds" -f "$work/claim.sql" "$1" | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+claim_cpu_of() { claim_cpu_seconds "$1" "$cpu_claims"; }
+measure_rounds claim '%.0f' claim_tps claim_ratios claim_tps_of
+measure_rounds "claim CPU" '%.2fs' cpu_seconds cpu_ratios claim_cpu_of
 
 echo
 echo "markers: $markers per database, $((markers / 4)) expired; synchronous_commit = $synchronous_commit"

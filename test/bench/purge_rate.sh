@@ -12,15 +12,18 @@
 #    with the purge held (a session holds the database's purge lock, so the purge waits before
 #    its next batch) and running. The ratio of each pair of runs (the order alternates), then
 #    their median: apply throughput during the purge / without it.
-source "$(dirname "$0")/throwaway_cluster.sh"
+set -euo pipefail
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+source "$source_dir/test/bench/private_cluster.sh"
 expired=${1:-5000000}
 seconds=${2:-3}
 rounds=${3:-15}
 clients=${4:-2}
 synchronous_commit=${5:-off}
 
-start_throwaway_cluster "synchronous_commit = $synchronous_commit
-inbox.purge_worker = off"
+private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '4GB'" "checkpoint_timeout = '30min'" \
+    "synchronous_commit = $synchronous_commit" "inbox.purge_worker = off"
 sql postgres "CREATE EXTENSION inbox"
 sql postgres "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
     INSERT INTO accounts (id) SELECT generate_series(1, 1000);
@@ -46,30 +49,29 @@ fill_expired() {
 echo "loading $expired expired markers..."
 fill_expired
 start=$(now_s)
-deleted=$(as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX -c "CALL inbox.purge()")
+deleted=$(cluster_psql -At -c "CALL inbox.purge()")
 elapsed=$(awk -v a="$(now_s)" -v b="$start" 'BEGIN { print a - b }')
 purge_rate=$(awk -v d="$deleted" -v s="$elapsed" 'BEGIN { printf "%.0f", d / s }')
 printf 'purge alone: %d markers in %.1f s = %d rows/s\n' "$deleted" "$elapsed" "$purge_rate"
 
-cat >"$bench_work/apply.sql" <<'SCRIPT'
+cat >"$work/apply.sql" <<'SCRIPT'
 \set account random(1, 1000)
 \set c random(0, 9)
 SELECT inbox.apply('consumer-' || :c, md5(random()::text || clock_timestamp()::text),
                    'credit(jsonb)', jsonb_build_object('account', :account, 'amount', 1));
 SCRIPT
-chown "$bench_user" "$bench_work/apply.sql" 2>/dev/null || true
+chown "$cluster_user" "$work/apply.sql" 2>/dev/null || true
 
 apply_tps() {
-    bench_pgbench postgres -c "$clients" -j "$clients" -T "$seconds" -f "$bench_work/apply.sql" |
-        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+    as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n -c "$clients" \
+        -j "$clients" -T "$seconds" -f "$work/apply.sql" postgres | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
 
 # The session that holds the purge back: psql reading statements from a pipe.
-mkfifo "$bench_work/holder"
-chown "$bench_user" "$bench_work/holder" 2>/dev/null || true
-as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX \
-    -c "SET application_name = 'bench holder'" -f "$bench_work/holder" >/dev/null &
-exec 3>"$bench_work/holder"
+mkfifo "$work/holder"
+chown "$cluster_user" "$work/holder" 2>/dev/null || true
+cluster_psql -At -c "SET application_name = 'bench holder'" -f "$work/holder" >/dev/null &
+exec 3>"$work/holder"
 held() {
     sql postgres "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                   WHERE a.application_name = 'bench holder' AND l.locktype = 'advisory'
@@ -86,8 +88,7 @@ release_purge() {
 
 fill_expired
 hold_purge
-as_bench_user psql -h "$bench_work" -U postgres -d postgres -qAtX -c "CALL inbox.purge()" \
-    >/dev/null 2>&1 &
+cluster_psql -At -c "CALL inbox.purge()" >/dev/null 2>&1 &
 purge_pid=$!
 
 run_without() { apply_tps; }
@@ -119,8 +120,7 @@ exec 3>&-
 sql postgres "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'CALL inbox.purge()'" >/dev/null
 wait "$purge_pid" || true
 
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END {
-    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+median=$(printf '%s\n' "${ratios[@]}" | median)
 echo
 echo "expired markers: $expired; synchronous_commit = $synchronous_commit"
 echo "traffic: $clients apply clients, $rounds pairs of $seconds s runs"
