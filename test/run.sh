@@ -43,26 +43,27 @@ run_unit() {
         (cd "$build" && ctest --output-on-failure)
 }
 
-run_regress() {
-    local tests
-    tests=$(sed -n 's/^REGRESS *= *//p' "$source_dir/Makefile")
-    as_cluster_user "$pgxs_dir/test/regress/pg_regress" --host="$socket_dir" \
-        --user=postgres --inputdir="$work" --outputdir="$work/regress" \
-        --dbname=inbox_regress $tests
+# A pg_regress-style suite on the shared cluster, in database inbox_SUITE, its output in
+# $work/SUITE (the differences shown when it fails):
+#   run_regression SUITE PROGRAM INPUTDIR TEST...       PROGRAM relative to the PGXS directory
+run_regression() {
+    local suite=$1 program=$2 inputdir=$3
+    shift 3
+    as_cluster_user "$pgxs_dir/$program" --host="$socket_dir" --user=postgres \
+        --inputdir="$inputdir" --outputdir="$work/$suite" --dbname="inbox_$suite" "$@"
     local rc=$?
-    ((rc == 0)) || cat "$work/regress/regression.diffs" 2>/dev/null
+    ((rc == 0)) || cat "$work/$suite/regression.diffs" 2>/dev/null
     return $rc
 }
 
+run_regress() {
+    run_regression regress test/regress/pg_regress "$work" \
+        $(sed -n 's/^REGRESS *= *//p' "$source_dir/Makefile")
+}
+
 run_isolation() {
-    local specs
-    specs=$(cd "$work/test/isolation/specs" && ls *.spec | sed 's/\.spec$//')
-    as_cluster_user "$pgxs_dir/test/isolation/pg_isolation_regress" --host="$socket_dir" \
-        --user=postgres --inputdir="$work/test/isolation" --outputdir="$work/isolation" \
-        --dbname=inbox_isolation $specs
-    local rc=$?
-    ((rc == 0)) || cat "$work/isolation/regression.diffs" 2>/dev/null
-    return $rc
+    run_regression isolation test/isolation/pg_isolation_regress "$work/test/isolation" \
+        $(cd "$work/test/isolation/specs" && ls *.spec | sed 's/\.spec$//')
 }
 
 run_pgtap() {
