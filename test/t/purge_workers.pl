@@ -84,6 +84,17 @@ ok($node->poll_query_until('alpha', "SELECT count(*) = 0 FROM inbox.messages WHE
 	'and purges when its turn comes');
 $holder->quit;
 
+# inbox.purge_log_level = debug1 (here for beta alone) keeps its cycles out of the log.
+$node->safe_psql('postgres', 'ALTER DATABASE beta SET inbox.purge_log_level = debug1');
+$log_offset = -s $node->logfile;
+add_markers($node, $_, 'quiet', 30, '1 hour') for qw(alpha beta);
+ok($node->poll_query_until('beta', "SELECT count(*) = 0 FROM inbox.messages WHERE consumer = 'quiet'"),
+	'beta purges at inbox.purge_log_level = debug1');
+$node->wait_for_log(qr/inbox purge worker of database "alpha" deleted \d+ expired markers/,
+	$log_offset);
+unlike(slurp_file($node->logfile, $log_offset), qr/database "beta" deleted/,
+	'but logs its cycle only at DEBUG1, while alpha logs at LOG');
+
 # inbox.purge_worker = off stops the purging; on starts it again.
 $node->append_conf('postgresql.conf', 'inbox.purge_worker = off');
 $node->reload;
