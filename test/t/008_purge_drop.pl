@@ -1,5 +1,5 @@
-# The purge workers never block DROP DATABASE or DROP EXTENSION, even in the middle of a long
-# purge, and notice new databases and a CREATE EXTENSION without configuration.
+# The purge workers never block DROP DATABASE, DROP EXTENSION or a shutdown, even in the middle
+# of a long purge, and notice new databases and a CREATE EXTENSION without configuration.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -66,5 +66,10 @@ my @failures = grep { !/FATAL:  database \d+ does not exist/ }
   grep { /ERROR|FATAL/ } split /\n/, slurp_file($node->logfile);
 is_deeply(\@failures, [], 'no purge worker failed on the way');
 
-$node->stop;
+# Shutdown in the middle of a purge is prompt: the worker ends at SIGTERM, between two rows.
+busy_database('stopping');
+my $start = time();
+$node->stop('fast');
+cmp_ok(time() - $start, '<', 5, 'a fast shutdown during a purge takes seconds at most');
+
 done_testing();
