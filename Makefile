@@ -53,5 +53,5 @@ format-check:
 	clang-format --dry-run -Werror $(CXX_FILES)
 
 lint:
-	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
-	clang-tidy -p build/lint --quiet $(INBOX_SOURCES)
+	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DPG_CONFIG=$(PG_CONFIG) >/dev/null
+	clang-tidy -p build/lint --quiet $(INBOX_SOURCES) 2>&1 | { ! grep -E 'error|warning:'; }

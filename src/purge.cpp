@@ -143,8 +143,8 @@ int64 purge_one_batch(ConsumerCursor* cursor, TimestampTz cutoff, int batch_size
         Datum values[3] = {PointerGetDatum(cstring_to_text(cursor->consumer)),
                            TimestampTzGetDatum(cutoff), Int64GetDatum(limit)};
         execute_as_owner(&delete_expired, values);
-        deleted += SPI_processed;
-        if ((int64)SPI_processed < limit) cursor->positioned = false;  // consumer done
+        deleted += static_cast<int64>(SPI_processed);
+        if (static_cast<int64>(SPI_processed) < limit) cursor->positioned = false;  // consumer done
     }
     SPI_finish();
     PopActiveSnapshot();

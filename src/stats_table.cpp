@@ -129,7 +129,7 @@ void save_counters(int code, Datum) {
                              STATS_DUMP_FILE ".tmp")));
         return;
     }
-    int32 count = hash_get_num_entries(table);
+    auto count = static_cast<int32>(hash_get_num_entries(table));  // bounded by max_consumers
     bool ok = fwrite(&dump_file_magic, sizeof(uint32), 1, file) == 1 &&
               fwrite(&dump_file_version, sizeof(uint32), 1, file) == 1 &&
               fwrite(&shared->counting_since, sizeof(TimestampTz), 1, file) == 1 &&

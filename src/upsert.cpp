@@ -31,7 +31,7 @@ TargetTable* open_target_table(Oid relid) {
 
 AttrNumber user_column(Oid relid, const char* name) {
     AttrNumber attnum = get_attnum(relid, name);
-    return attnum > 0 ? attnum : InvalidAttrNumber;
+    return attnum > 0 ? attnum : AttrNumber{InvalidAttrNumber};
 }
 
 AttrNumber version_column(const TargetTable* table, const char* name) {

@@ -180,7 +180,7 @@ void load_table_facts(TargetTable* table) {
     table->attribute_count = desc->natts;
     if (table->type_hashes != nullptr) pfree(table->type_hashes);
     table->type_hashes =
-        static_cast<uint32*>(MemoryContextAlloc(cache_context, 2 * desc->natts * sizeof(uint32)));
+        static_cast<uint32*>(MemoryContextAlloc(cache_context, sizeof(uint32) * 2 * desc->natts));
     table->type_hash_count = 0;
     for (int i = 0; i < desc->natts; i++) {
         Form_pg_attribute column = TupleDescAttr(desc, i);
@@ -285,7 +285,7 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
         shape_columns[i].type =
             format_type_extended(column->atttypid, column->atttypmod,
                                  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
-        shape_columns[i].is_key = is_key_column(table, attnum);
+        shape_columns[i].is_key = is_key_column(table, static_cast<AttrNumber>(attnum));
         parameter_types[i] = column->atttypid;
         if (!converts_from_text(column->atttypid)) shape.typed_parameters = false;
     }
@@ -314,7 +314,7 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
             Oid function;
             getTypeInputInfo(column->atttypid, &function, &input->ioparam);
             fmgr_info_cxt(function, &input->function, cache_context);
-            input->attnum = attnum;
+            input->attnum = static_cast<AttrNumber>(attnum);
             input->typmod = column->atttypmod;
         }
     }

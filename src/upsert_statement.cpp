@@ -76,7 +76,7 @@ std::string upsert_versioned_sql(const StatementShape& shape) {
         if (!first) sql += ", ";
         first = false;
         std::string name = quote_identifier(column.name);
-        sql += name + " = EXCLUDED." + name;
+        sql.append(name).append(" = EXCLUDED.").append(name);
     }
 
     std::string version = quote_identifier(shape.version_column);

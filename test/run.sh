@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
-#   test/run.sh [style|unit|regress|isolation|pgtap|tap ...]     (default: all of them)
+#   test/run.sh [style|lint|unit|regress|isolation|pgtap|tap ...]     (default: all of them)
 #
 # The suites never touch the system's PostgreSQL installation: every server starts from a
 # private copy of it with this tree's extension installed (private_install in
@@ -15,7 +15,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 system_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style unit regress isolation pgtap tap)
+((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -34,6 +34,10 @@ trap cluster_stop EXIT
 
 run_style() {
     make -s -C "$source_dir" format-check
+}
+
+run_lint() {
+    make -s -C "$source_dir" lint PG_CONFIG="$system_pg_config"
 }
 
 run_unit() {
