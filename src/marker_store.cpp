@@ -31,8 +31,6 @@ void forget_marker_table(Datum, Oid relid) {
     if (relid == InvalidOid || relid == marker_table.relid) marker_table.relid = InvalidOid;
 }
 
-}  // namespace
-
 Oid marker_table_owner() {
     if (OidIsValid(marker_table.relid)) return marker_table.owner;
 
@@ -52,46 +50,47 @@ Oid marker_table_owner() {
     return marker_table.owner;
 }
 
-namespace {
-
-// A statement on the marker table, prepared on first use and kept for the backend's life. The
-// plan cache re-plans it when the table changes.
-struct MarkerStatement {
-    const char* sql;
-    SPIPlanPtr plan;
-};
-
 // ON CONFLICT DO NOTHING lets the primary key arbitrate: a concurrent uncommitted copy makes the
 // insert wait for its transaction; under REPEATABLE READ a conflict with a row the snapshot
 // cannot see is a serialization failure, never a wrong answer.
 MarkerStatement insert_marker = {
     "INSERT INTO inbox.messages (consumer, message_id) VALUES ($1, $2) "
     "ON CONFLICT (consumer, message_id) DO NOTHING",
+    2,
+    {TEXTOID, TEXTOID},
     nullptr};
 
 MarkerStatement delete_marker = {
     "DELETE FROM inbox.messages WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
     "AND message_id OPERATOR(pg_catalog.=) $2 COLLATE \"C\"",
+    2,
+    {TEXTOID, TEXTOID},
     nullptr};
 
-// Runs the statement for one marker as the marker table's owner: callers need EXECUTE on our
-// functions, never privileges on the table itself. The caller's identity is back before any of
-// its code runs again (on error, transaction abort restores it).
+// One marker, in an SPI connection of its own.
 bool execute_for_marker(MarkerStatement* statement, text* consumer, text* message_id) {
-    Oid owner = marker_table_owner();
-
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    Datum values[2] = {PointerGetDatum(consumer), PointerGetDatum(message_id)};
+    execute_as_marker_owner(statement, values);
+    bool changed = SPI_processed > 0;
+    SPI_finish();
+    return changed;
+}
+
+}  // namespace
+
+// The caller's identity is back before any of its code runs again (on error, transaction abort
+// restores it).
+int execute_as_marker_owner(MarkerStatement* statement, Datum* values) {
+    Oid owner = marker_table_owner();
     if (statement->plan == nullptr) {
-        Oid argtypes[2] = {TEXTOID, TEXTOID};
-        SPIPlanPtr plan = SPI_prepare(statement->sql, 2, argtypes);
+        SPIPlanPtr plan = SPI_prepare(statement->sql, statement->nargs, statement->argtypes);
         if (plan == nullptr)
             elog(ERROR, "could not prepare \"%s\": %s", statement->sql,
                  SPI_result_code_string(SPI_result));
         SPI_keepplan(plan);
         statement->plan = plan;
     }
-
-    Datum values[2] = {PointerGetDatum(consumer), PointerGetDatum(message_id)};
     Oid caller;
     int caller_context;
     GetUserIdAndSecContext(&caller, &caller_context);
@@ -99,14 +98,9 @@ bool execute_for_marker(MarkerStatement* statement, text* consumer, text* messag
         owner, caller_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
     int rc = SPI_execute_plan(statement->plan, values, nullptr, false, 0);
     SetUserIdAndSecContext(caller, caller_context);
-
     if (rc < 0) elog(ERROR, "\"%s\" failed: %s", statement->sql, SPI_result_code_string(rc));
-    bool changed = SPI_processed > 0;
-    SPI_finish();
-    return changed;
+    return rc;
 }
-
-}  // namespace
 
 bool claim_marker(text* consumer, text* message_id) {
     return count_claim(consumer, execute_for_marker(&insert_marker, consumer, message_id));

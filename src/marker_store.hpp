@@ -5,6 +5,7 @@
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
+#include "executor/spi.h"
 }
 
 #include <cstddef>
@@ -16,8 +17,18 @@ bool claim_marker(text* consumer, text* message_id);
 // Deletes one marker; true when there was one.
 bool forget_marker(text* consumer, text* message_id);
 
-// The role that owns inbox.messages: statements on the markers run as this role.
-Oid marker_table_owner();
+// A statement on inbox.messages, prepared on first use and kept for the backend's life; the plan
+// cache re-plans it when the table changes.
+struct MarkerStatement {
+    const char* sql;
+    int nargs;
+    Oid argtypes[3];
+    SPIPlanPtr plan;
+};
+
+// Runs the statement in the caller's SPI connection as the owner of inbox.messages (callers need
+// EXECUTE on our functions, never privileges on the table). Returns the SPI result code.
+int execute_as_marker_owner(MarkerStatement* statement, Datum* values);
 
 // Returns argument `argno` as text, or raises the contract's error for a NULL, empty or
 // over-long key. `what` names the argument in the message ("consumer", "message_id").

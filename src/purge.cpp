@@ -55,15 +55,8 @@ bool lock_marker_table() {
         RangeVarGetRelidExtended(table, RowExclusiveLock, RVR_MISSING_OK, nullptr, nullptr));
 }
 
-struct PurgeStatement {
-    const char* sql;
-    int nargs;
-    Oid argtypes[3];
-    SPIPlanPtr plan;
-};
-
 // The first consumer after $1 in key order: one descent of an index on consumer.
-PurgeStatement next_consumer = {
+MarkerStatement next_consumer = {
     "SELECT pg_catalog.min(consumer) FROM inbox.messages "
     "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE \"C\"",
     1,
@@ -72,7 +65,7 @@ PurgeStatement next_consumer = {
 
 // Up to $3 of consumer $1's markers processed before $2, oldest first, deleted by primary key.
 // processed_at is checked again on the row that is deleted, in case it changed meanwhile.
-PurgeStatement delete_expired = {
+MarkerStatement delete_expired = {
     "DELETE FROM inbox.messages "
     "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
     "AND processed_at OPERATOR(pg_catalog.<) $2 "
@@ -85,29 +78,6 @@ PurgeStatement delete_expired = {
     {TEXTOID, TIMESTAMPTZOID, INT8OID},
     nullptr};
 
-// Runs a statement as the marker table's owner (the caller needs EXECUTE on inbox.purge, never
-// rights on the table; a worker running as superuser does no more than the owner could).
-int execute_as_owner(PurgeStatement* statement, Datum* values) {
-    if (statement->plan == nullptr) {
-        SPIPlanPtr plan = SPI_prepare(statement->sql, statement->nargs, statement->argtypes);
-        if (plan == nullptr)
-            elog(ERROR, "could not prepare \"%s\": %s", statement->sql,
-                 SPI_result_code_string(SPI_result));
-        SPI_keepplan(plan);
-        statement->plan = plan;
-    }
-    Oid owner = marker_table_owner();
-    Oid caller;
-    int caller_context;
-    GetUserIdAndSecContext(&caller, &caller_context);
-    SetUserIdAndSecContext(
-        owner, caller_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-    int rc = SPI_execute_plan(statement->plan, values, nullptr, false, 0);
-    SetUserIdAndSecContext(caller, caller_context);
-    if (rc < 0) elog(ERROR, "\"%s\" failed: %s", statement->sql, SPI_result_code_string(rc));
-    return rc;
-}
-
 // Where the walk over consumers stands; a consumer is at most 64 bytes, so it fits inline and
 // survives the commits between batches without a memory context.
 struct ConsumerCursor {
@@ -118,7 +88,7 @@ struct ConsumerCursor {
 // Moves to the next consumer; false when there is none.
 bool advance_consumer(ConsumerCursor* cursor) {
     Datum after = PointerGetDatum(cstring_to_text(cursor->consumer));
-    execute_as_owner(&next_consumer, &after);
+    execute_as_marker_owner(&next_consumer, &after);
     bool isnull = true;
     Datum next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
     if (isnull) return false;
@@ -142,7 +112,7 @@ int64 purge_one_batch(ConsumerCursor* cursor, TimestampTz cutoff, int batch_size
         int64 limit = batch_size - deleted;
         Datum values[3] = {PointerGetDatum(cstring_to_text(cursor->consumer)),
                            TimestampTzGetDatum(cutoff), Int64GetDatum(limit)};
-        execute_as_owner(&delete_expired, values);
+        execute_as_marker_owner(&delete_expired, values);
         deleted += static_cast<int64>(SPI_processed);
         if (static_cast<int64>(SPI_processed) < limit) cursor->positioned = false;  // consumer done
     }
