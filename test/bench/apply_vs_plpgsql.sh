@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Throughput of inbox.apply against the same logic written by hand in PL/pgSQL (insert the marker
 # with ON CONFLICT DO NOTHING, call the handler when it was new), and of inbox.claim against the
-# bare INSERT ... ON CONFLICT statement. Same cluster, same handler, rounds interleaved (and the
-# order alternated) so that machine noise hits both sides alike; prints each round and the
-# median ratio.
+# bare INSERT ... ON CONFLICT statement. Same cluster, same handler, interleaved transaction by
+# transaction (pgbench_compare.sh) so that machine noise hits both sides alike; prints each round
+# and the median ratio.
 #   test/bench/apply_vs_plpgsql.sh [seconds-per-run] [rounds] [clients]
 set -euo pipefail
 seconds=${1:-10}

@@ -1,35 +1,33 @@
 # Interleaved pgbench comparisons on a cluster started with scripts/cluster.sh. Sourced by the
 # benchmarks; expects $work, $seconds, $rounds and $clients.
 #   pgbench_script NAME < script        writes $work/NAME.sql
-#   pgbench_tps NAME                    one run, prints transactions per second
-#   pgbench_compare OURS THEIRS         $rounds rounds, order alternated; prints the median ratio
+#   pgbench_compare OURS THEIRS         $rounds rounds; prints each and the median ratio
 #   median_ratio LABEL < ratios         prints the median of one ratio a line
+#
+# Each round is ONE pgbench run in which every transaction picks OURS or THEIRS at random, so
+# both share every moment of the machine's load; pgbench reports each script's mean latency, and
+# the throughput ratio OURS / THEIRS is the inverse ratio of the latencies.
 
 pgbench_script() {
     cat >"$work/$1.sql"
     chmod 644 "$work/$1.sql"
 }
 
-pgbench_tps() {
-    as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n -M prepared \
-        -c "$clients" -j "$clients" -T "$seconds" -f "$work/$1.sql" postgres |
-        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
-}
-
 pgbench_compare() {
-    local ours=$1 theirs=$2 round a b
-    local results=()
+    local ours=$1 theirs=$2 round output latencies
+    local ratios=()
     for round in $(seq "$rounds"); do
-        if ((round % 2)); then
-            a=$(pgbench_tps "$ours"); b=$(pgbench_tps "$theirs")
-        else
-            b=$(pgbench_tps "$theirs"); a=$(pgbench_tps "$ours")
-        fi
-        results+=("$a $b")
-        awk -v r="$round" -v o="$ours" -v t="$theirs" -v a="$a" -v b="$b" \
-            'BEGIN {printf "  round %d: %-8s %8.0f tps  %-8s %8.0f tps  ratio %.3f\n", r, o, a, t, b, a / b}'
+        output=$(as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n \
+            -M prepared -c "$clients" -j "$clients" -T "$seconds" --random-seed="$round" \
+            -f "$work/$ours.sql@1" -f "$work/$theirs.sql@1" postgres 2>&1)
+        # " - latency average = X ms", once per script, in the order of the -f options
+        latencies=($(sed -n 's/^ - latency average = \([0-9.]*\) ms$/\1/p' <<<"$output"))
+        ((${#latencies[@]} == 2)) || { echo "pgbench failed:" >&2; echo "$output" >&2; return 1; }
+        ratios+=("$(awk -v a="${latencies[0]}" -v b="${latencies[1]}" 'BEGIN {printf "%.6f", b / a}')")
+        printf '  round %d: %-8s %.3f ms  %-8s %.3f ms  throughput ratio %.3f\n' "$round" \
+            "$ours" "${latencies[0]}" "$theirs" "${latencies[1]}" "${ratios[-1]}"
     done
-    printf '%s\n' "${results[@]}" | awk '{printf "%.6f\n", $1 / $2}' | median_ratio "$ours / $theirs"
+    printf '%s\n' "${ratios[@]}" | median_ratio "$ours / $theirs"
 }
 
 median_ratio() {
