@@ -198,11 +198,8 @@ char* render_sql(const inbox::StatementShape& shape, NaturalWrite kind) {
         std::string text = kind == NaturalWrite::upsert_versioned
                                ? inbox::upsert_versioned_sql(shape)
                                : inbox::insert_once_sql(shape);
-        // MCXT_ALLOC_NO_OOM: no ereport (and so no longjmp) while text is alive.
-        auto* copy = static_cast<char*>(palloc_extended(text.size() + 1, MCXT_ALLOC_NO_OOM));
-        if (copy == nullptr) throw std::bad_alloc();
-        memcpy(copy, text.c_str(), text.size() + 1);
-        return PointerGetDatum(copy);
+        // pstrdup may ereport while text is alive: guarded turns that into an exception.
+        return PointerGetDatum(pg::guarded([&] { return pstrdup(text.c_str()); }));
     });
     return DatumGetCString(sql);
 }

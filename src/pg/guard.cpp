@@ -13,8 +13,7 @@ const char* keep_message(const char* message) noexcept {
 
 void raise(const PendingError& pending) {
     if (pending.postgres != nullptr) ReThrowError(pending.postgres);
-    ereport(ERROR, (errcode(pending.sqlstate), errmsg("%s", pending.message),
-                    pending.hint ? errhint("%s", pending.hint) : 0));
+    ereport(ERROR, (errcode(pending.sqlstate), errmsg("%s", pending.message)));
     pg_unreachable();
 }
 

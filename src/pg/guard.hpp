@@ -33,21 +33,6 @@ class Error : public std::exception {
     ErrorData* data_;  // palloc'd in the memory context that was current at the call
 };
 
-// An error our own C++ code detects, with the SQLSTATE it should carry.
-class UserError : public std::exception {
-  public:
-    UserError(int sqlstate, const char* message, const char* hint = nullptr)
-        : sqlstate_(sqlstate), message_(message), hint_(hint) {}
-    int sqlstate() const { return sqlstate_; }
-    const char* what() const noexcept override { return message_; }
-    const char* hint() const { return hint_; }
-
-  private:
-    int sqlstate_;
-    const char* message_;  // palloc'd or static: outlives the exception
-    const char* hint_;
-};
-
 template <typename F>
 auto guarded(F&& call) -> decltype(call()) {
     using Result = decltype(call());
@@ -83,7 +68,6 @@ struct PendingError {
     ErrorData* postgres = nullptr;
     int sqlstate = 0;
     const char* message = nullptr;
-    const char* hint = nullptr;
 };
 
 // Copies a message into static storage without calling anything that can ereport.
@@ -99,10 +83,6 @@ Datum sql_entry(F&& body) {
         return body();
     } catch (const Error& e) {
         pending.postgres = e.data();
-    } catch (const UserError& e) {
-        pending.sqlstate = e.sqlstate();
-        pending.message = e.what();
-        pending.hint = e.hint();
     } catch (const std::bad_alloc&) {
         pending.sqlstate = ERRCODE_OUT_OF_MEMORY;
         pending.message = "out of memory";
