@@ -56,7 +56,7 @@ like($set_err, qr/cannot be changed without restarting the server/,
     'inbox.max_consumers is a postmaster setting');
 $node->stop;
 
-# Without the preload every function works and the view shows NULL counters.
+# Without the preload every function works, no worker runs and the view shows NULL counters.
 my $plain = inbox_node('no_preload', '', preload => '');
 $plain->safe_psql('postgres', q{
     CREATE EXTENSION inbox;
@@ -76,6 +76,24 @@ is($plain->safe_psql('postgres', 'SELECT count(*) FROM inbox.stats_counters()'),
     'no counter rows');
 ($rc, $out, $err) = $plain->psql('postgres', 'SELECT inbox.stats_reset()');
 like($err, qr/inbox statistics are not being collected/, 'stats_reset says why it cannot');
+
+# The rest of the SQL interface works too; only the workers are absent.
+is($plain->safe_psql('postgres', q{
+    CREATE TABLE states (id int PRIMARY KEY, status text, version int);
+    CREATE FUNCTION noop(jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+    SELECT inbox.apply('billing', 'm-2', 'noop(jsonb)', '{}')
+           AND inbox.forget('billing', 'm-2')
+           AND inbox.upsert_versioned('states', '{"id": 1, "status": "new", "version": 1}')
+           AND inbox.insert_once('states', '{"id": 2}');
+}), 't', 'without the preload: apply, forget, upsert_versioned and insert_once work');
+$plain->safe_psql('postgres',
+    q{UPDATE inbox.messages SET processed_at = now() - interval '1 hour' WHERE consumer = 'audit'});
+is($plain->safe_psql('postgres', q{SET inbox.retention = '1min'; CALL inbox.purge()}), '1',
+    'and CALL inbox.purge() follows inbox.retention');
+is($plain->safe_psql('postgres', q{
+    SELECT (SELECT count(*) FROM inbox.workers)
+         + (SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inbox%')}), '0',
+    'no purge worker runs');
 $plain->stop;
 
 done_testing();
