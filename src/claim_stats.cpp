@@ -23,7 +23,7 @@ bool track_stats = true;
 struct PendingApplied {
     SubTransactionId subtransaction;
     std::size_t consumer_len;
-    char consumer[stats_consumer_max_bytes];
+    char consumer[inbox::max_consumer_bytes];
     int64 count;
 };
 
@@ -148,7 +148,7 @@ void claim_stats_init() {
 bool count_claim(text* consumer, bool inserted) {
     if (!track_stats || !stats_table_available()) return inserted;
     std::size_t len = VARSIZE_ANY_EXHDR(consumer);
-    if (len == 0 || len > stats_consumer_max_bytes) return inserted;  // rejected before a claim
+    Assert(len > 0 && len <= inbox::max_consumer_bytes);  // require_marker_key checked it
     if (inserted)
         add_pending(VARDATA_ANY(consumer), len);
     else

@@ -8,8 +8,6 @@ extern "C" {
 #include "executor/spi.h"
 }
 
-#include <cstddef>
-
 // Inserts the marker in the caller's transaction. True: first delivery, do the work. False: a
 // committed marker exists. Waits for a concurrent, uncommitted copy to commit or roll back.
 bool claim_marker(text* consumer, text* message_id);
@@ -29,11 +27,6 @@ struct MarkerStatement {
 // Runs the statement in the caller's SPI connection as the owner of inbox.messages (callers need
 // EXECUTE on our functions, never privileges on the table). Returns the SPI result code.
 int execute_as_marker_owner(MarkerStatement* statement, Datum* values);
-
-// Returns argument `argno` as text, or raises the contract's error for a NULL, empty or
-// over-long key. `what` names the argument in the message ("consumer", "message_id").
-text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,
-                          std::size_t max_bytes);
 
 // Both keys of a marker-taking function, arguments 0 and 1, validated.
 struct MarkerKey {

@@ -6,6 +6,10 @@ extern "C" {
 #include "marker_store.hpp"
 #include "message_key.hpp"
 
+namespace {
+
+// Argument `argno` as text, or the contract's error for a NULL, empty or over-long key. `what`
+// names the argument in the message ("consumer", "message_id").
 text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,
                           std::size_t max_bytes) {
     if (PG_ARGISNULL(argno))
@@ -31,6 +35,8 @@ text* require_message_key(FunctionCallInfo fcinfo, int argno, const char* what,
     }
     return key;
 }
+
+}  // namespace
 
 MarkerKey require_marker_key(FunctionCallInfo fcinfo) {
     MarkerKey key;

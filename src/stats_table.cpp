@@ -38,7 +38,7 @@ constexpr uint32 dump_file_version = 1;
 // Zero-padded so that the whole struct can be hashed as bytes.
 struct StatsKey {
     Oid database;
-    char consumer[stats_consumer_max_bytes + 1];  // "" for the database row
+    char consumer[inbox::max_consumer_bytes + 1];  // "" for the database row
 };
 
 struct StatsEntry {
@@ -70,7 +70,7 @@ StatsKey make_key(Oid database, const char* consumer, std::size_t len) {
     StatsKey key;
     std::memset(&key, 0, sizeof(key));
     key.database = database;
-    std::memcpy(key.consumer, consumer, Min(len, stats_consumer_max_bytes));
+    std::memcpy(key.consumer, consumer, Min(len, inbox::max_consumer_bytes));
     return key;
 }
 

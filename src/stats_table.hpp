@@ -14,8 +14,7 @@ extern "C" {
 
 #include <cstddef>
 
-// The longest consumer name the marker table accepts (messages_consumer_length).
-constexpr std::size_t stats_consumer_max_bytes = 64;
+#include "message_key.hpp"
 
 // inbox.max_consumers: tracked consumers, all databases together (postmaster setting).
 extern int stats_max_consumers;
@@ -28,7 +27,7 @@ struct StatsCounters {
 
 // One consumer's counters as read by a snapshot.
 struct StatsConsumerRow {
-    char consumer[stats_consumer_max_bytes + 1];
+    char consumer[inbox::max_consumer_bytes + 1];
     StatsCounters counters;
 };
 
