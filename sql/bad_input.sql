@@ -26,6 +26,10 @@ SELECT statement, outcome(statement) FROM (VALUES
     ($$SELECT inbox.apply('c', 'm', NULL)$$),
     ($$SELECT inbox.apply('c', 'm', 'no_such_handler(jsonb)')$$),
     ($$SELECT inbox.apply('c', 'm', 4294967295::oid::regprocedure)$$),
+    ($$SELECT inbox.apply('c', 'm', 0)$$),
+    ($$SELECT inbox.apply('c', 'm', '-'::regprocedure)$$),
+    ($$SELECT inbox.apply('c', 'm', 'plpgsql_call_handler()')$$),
+    ($$SELECT inbox.apply('c', 'm', 'suppress_redundant_updates_trigger()')$$),
     ($$SELECT inbox.apply('c', 'm', 'upper(text)')$$),
     ($$SELECT inbox.apply('c', 'm', 'jsonb_set(jsonb,text[],jsonb,boolean)')$$),
     ($$SELECT inbox.apply('c', 'm', 'jsonb_each(jsonb)')$$),
@@ -38,3 +42,33 @@ SELECT count(*) - :markers_before AS markers_written FROM inbox.messages;
 CREATE PROCEDURE handler_procedure(jsonb) LANGUAGE sql AS 'SELECT';
 SELECT outcome($$SELECT inbox.apply('c', 'm', 'handler_procedure(jsonb)')$$);
 SELECT count(*) - :markers_before AS markers_written FROM inbox.messages;
+
+-- The handler cached for a call site is re-resolved when the function changes between two calls
+-- of one statement: dropped (42883, nothing written) or its EXECUTE revoked (42501).
+CREATE FUNCTION victim(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF (payload ->> 'drop')::boolean THEN DROP FUNCTION victim(jsonb); END IF;
+END $$;
+SELECT split_part(outcome($$SELECT inbox.apply('site', 'v-' || i, 'victim(jsonb)',
+                                                jsonb_build_object('drop', i = 1))
+                            FROM generate_series(1, 2) i$$), ':', 1) AS sqlstate;
+SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'site';
+
+CREATE ROLE regress_apply_caller;
+GRANT USAGE ON SCHEMA inbox TO regress_apply_caller;
+GRANT EXECUTE ON FUNCTION inbox.apply(text, text, regprocedure, jsonb) TO regress_apply_caller;
+CREATE FUNCTION revoked_after_one(payload jsonb) RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    REVOKE EXECUTE ON FUNCTION revoked_after_one(jsonb) FROM regress_apply_caller;
+END $$;
+REVOKE EXECUTE ON FUNCTION revoked_after_one(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION revoked_after_one(jsonb) TO regress_apply_caller;
+GRANT EXECUTE ON FUNCTION outcome(text) TO regress_apply_caller;
+SET ROLE regress_apply_caller;
+SELECT outcome($$SELECT inbox.apply('site', 'r-' || i, 'revoked_after_one(jsonb)', '{}')
+                 FROM generate_series(1, 2) i$$);
+RESET ROLE;
+SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'site';
+DROP FUNCTION revoked_after_one(jsonb);
+DROP OWNED BY regress_apply_caller;
+DROP ROLE regress_apply_caller;

@@ -1,6 +1,7 @@
 # Fuzzing the public functions. First, property-based: thousands of random calls of inbox.apply
 # (keys of random length and content around the byte limits, NULLs, any function of the catalog
-# as the handler, random payloads), each checked against an independent statement of the
+# as the handler, OIDs of dropped functions, 0 and out-of-range OIDs, random payloads), each
+# checked against an independent statement of the
 # contract: the SQLSTATE a bad input must raise, and "a marker appears exactly when apply answers
 # true". Then sqlsmith's random queries. Throughout, the server must never crash.
 use strict;
@@ -33,11 +34,12 @@ $node->safe_psql('postgres', q{
             WHEN fn IS NULL THEN '22004'
             WHEN p.oid IS NULL OR p.prokind <> 'f' OR p.proretset
                  OR NOT (p.pronargs = 0 OR (p.pronargs = 1 AND p.proargtypes[0] = 'jsonb'::regtype))
+                 OR (t.typtype = 'p' AND p.prorettype NOT IN ('void'::regtype, 'record'::regtype))
                 THEN '42883'
             WHEN NOT has_function_privilege(fn, 'EXECUTE') THEN '42501'
             WHEN p.pronargs = 1 AND p.proisstrict AND payload IS NULL THEN '22004'
         END
-        FROM (SELECT) AS one LEFT JOIN pg_proc p ON p.oid = fn
+        FROM (SELECT) AS one LEFT JOIN pg_proc p ON p.oid = fn LEFT JOIN pg_type t ON t.oid = p.prorettype
     $$;
 
     -- The fuzzer may not read markers; this answers for it.
@@ -59,6 +61,23 @@ $node->safe_psql('postgres', q{
     CREATE TABLE findings (i int, consumer text, message_id text, fn oid, payload jsonb,
                            expected text, outcome text, marker_before boolean, marker_after boolean);
     GRANT INSERT ON findings TO regress_fuzzer;
+
+    -- OIDs that name nothing any more: functions and tables created and dropped.
+    CREATE TABLE dropped (kind text, object oid);
+    DO $$
+    DECLARE f oid; t oid;
+    BEGIN
+        FOR i IN 1 .. 5 LOOP
+            EXECUTE format('CREATE FUNCTION gone_%s(jsonb) RETURNS void LANGUAGE sql AS ''SELECT''', i);
+            f := format('gone_%s(jsonb)', i)::regprocedure;
+            EXECUTE format('DROP FUNCTION gone_%s(jsonb)', i);
+            EXECUTE format('CREATE TABLE gone_%s (id int PRIMARY KEY, version int)', i);
+            t := format('gone_%s', i)::regclass;
+            EXECUTE format('DROP TABLE gone_%s', i);
+            INSERT INTO dropped VALUES ('function', f), ('table', t);
+        END LOOP;
+    END $$;
+    GRANT SELECT ON dropped TO regress_fuzzer;
     GRANT EXECUTE ON FUNCTION marker_exists(text, text) TO regress_fuzzer;
 });
 
@@ -70,7 +89,9 @@ $node->safe_psql('postgres', qq{
     DO \$\$
     DECLARE
         c text; m text; f oid; p jsonb; expected text; outcome text; before boolean;
-        candidates oid[] := ARRAY(SELECT oid FROM pg_proc ORDER BY oid);
+        candidates oid[] := ARRAY(SELECT oid FROM pg_proc
+                                  UNION ALL SELECT object FROM dropped WHERE kind = 'function'
+                                  UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid) ORDER BY 1);
         handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
                                 AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
                                 AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
@@ -119,6 +140,67 @@ cmp_ok($node->safe_psql('postgres', q{
     '>', 20, 'handlers taking the payload among them');
 is($node->safe_psql('postgres', q{SELECT string_agg(DISTINCT expected, ',') FROM findings}),
     '22001,22004,22023,42501,42883', 'and exercised every kind of bad input');
+
+# The natural-idempotency functions with any relation OID: every kind of relation of the
+# catalog (tables, partitioned tables, views, indexes, sequences, TOAST tables, catalogs),
+# dropped tables, 0 and out-of-range OIDs, with rows that fit some tables and not others. Each
+# call either writes (or finds its row) or fails with an error the README lists (0A000 for a
+# system catalog, which ON CONFLICT refuses), never an internal error.
+$node->safe_psql('postgres', q{
+    CREATE TABLE fuzz_target (id int PRIMARY KEY, version int, note text);
+    CREATE TABLE fuzz_parted (id int, version int, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+    CREATE TABLE fuzz_parted_1 PARTITION OF fuzz_parted FOR VALUES FROM (0) TO (1000);
+    CREATE TABLE fuzz_deferred (id int PRIMARY KEY DEFERRABLE, version int);
+    CREATE VIEW fuzz_view AS SELECT * FROM fuzz_target;
+    CREATE SEQUENCE fuzz_sequence;
+    GRANT INSERT, UPDATE, SELECT ON fuzz_target, fuzz_parted, fuzz_deferred TO regress_fuzzer;
+    GRANT EXECUTE ON FUNCTION inbox.upsert_versioned(regclass, jsonb, name),
+        inbox.insert_once(regclass, jsonb) TO regress_fuzzer;
+    CREATE TABLE relation_findings (i int, target oid, call text, outcome text);
+    GRANT INSERT ON relation_findings TO regress_fuzzer;
+});
+$node->safe_psql('postgres', q{
+    SET ROLE regress_fuzzer;
+    SELECT setseed(0.24);
+    DO $$
+    DECLARE
+        targets oid[] := ARRAY(SELECT oid FROM pg_class
+                               UNION ALL SELECT object FROM dropped WHERE kind = 'table'
+                               UNION ALL VALUES (0::oid), (4294967295::oid) ORDER BY 1);
+        mine oid[] := ARRAY['fuzz_target', 'fuzz_parted', 'fuzz_deferred', 'fuzz_view',
+                            'fuzz_sequence']::regclass[]::oid[];
+        rows jsonb[] := ARRAY['{"id": 1, "version": 1}', '{"id": 2, "version": null}',
+                              '{"id": "x", "version": 2}', '{"version": 3}', '[1]', '"s"',
+                              '{"id": 3, "version": 4, "note": "n", "nope": 1}', '{"oid": 1}',
+                              '{"id": 4, "version": 5, "note": null}']::jsonb[];
+        t oid; r jsonb; c text; o text;
+    BEGIN
+        FOR i IN 1 .. 1500 LOOP
+            t := CASE WHEN random() < 0.5 THEN mine[1 + floor(random() * 5)::int]
+                      ELSE targets[1 + floor(random() * cardinality(targets))::int] END;
+            r := rows[1 + floor(random() * cardinality(rows))::int];
+            c := CASE WHEN random() < 0.5 THEN 'upsert_versioned' ELSE 'insert_once' END;
+            BEGIN
+                IF c = 'upsert_versioned' THEN
+                    o := inbox.upsert_versioned(t::regclass, r)::text;
+                ELSE
+                    o := inbox.insert_once(t::regclass, r)::text;
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                o := SQLSTATE;
+            END;
+            INSERT INTO relation_findings VALUES (i, t, c, o);
+        END LOOP;
+    END $$;
+});
+is($node->safe_psql('postgres', q{
+    SELECT string_agg(DISTINCT outcome, ',' ORDER BY outcome) FROM relation_findings
+    WHERE outcome NOT IN ('true', 'false', '0A000', '22004', '22023', '22P02', '23502', '42501',
+                          '42703', '42809', '42P01', '42P10')}),
+    '', 'random relations: every call wrote or failed with a documented SQLSTATE');
+cmp_ok($node->safe_psql('postgres',
+        q{SELECT count(*) FROM relation_findings WHERE outcome IN ('true', 'false')}),
+    '>', 30, 'and many calls reached the statement');
 
 # sqlsmith: random queries over everything the fuzzer role can reach, inbox functions included.
 SKIP: {
