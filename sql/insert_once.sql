@@ -83,6 +83,26 @@ SELECT outcome($$SELECT inbox.insert_once('tickets', '{"id": 2, "owner": "someon
 RESET ROLE;
 SELECT * FROM tickets;
 
+-- Exactly the privileges the README names: INSERT on the table and SELECT on the key columns,
+-- which ON CONFLICT reads; without the latter, 42501.
+CREATE ROLE regress_insert_once_minimal;
+GRANT USAGE ON SCHEMA inbox, once TO regress_insert_once_minimal;
+GRANT EXECUTE ON FUNCTION inbox.insert_once(regclass, jsonb), outcome(text) TO regress_insert_once_minimal;
+CREATE TABLE receipts (id integer PRIMARY KEY, amount numeric);
+GRANT INSERT ON receipts TO regress_insert_once_minimal;
+SET ROLE regress_insert_once_minimal;
+SELECT outcome($$SELECT inbox.insert_once('receipts', '{"id": 1, "amount": 5}')$$) AS without_select_on_key;
+RESET ROLE;
+GRANT SELECT (id) ON receipts TO regress_insert_once_minimal;
+SET ROLE regress_insert_once_minimal;
+SELECT inbox.insert_once('receipts', '{"id": 1, "amount": 5}') AS created,
+       inbox.insert_once('receipts', '{"id": 1, "amount": 6}') AS again;
+RESET ROLE;
+SELECT * FROM receipts;
+DROP TABLE receipts;
+DROP OWNED BY regress_insert_once_minimal;
+DROP ROLE regress_insert_once_minimal;
+
 -- One kept plan per column set, rebuilt when the table changes.
 SELECT count(*) FILTER (WHERE created) AS created
 FROM generate_series(1, 40) AS i,

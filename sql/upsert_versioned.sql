@@ -144,6 +144,7 @@ SELECT * FROM readings_2024;
 
 -- Bad input: a clear error with its SQLSTATE, and nothing written.
 CREATE TABLE no_key (id integer, version integer);
+CREATE TABLE deferred_key (id integer PRIMARY KEY DEFERRABLE, version integer);
 CREATE TABLE unordered (id integer PRIMARY KEY, version point);
 CREATE VIEW invoices_view AS SELECT * FROM invoices;
 CREATE SEQUENCE invoice_numbers;
@@ -168,6 +169,7 @@ SELECT statement, outcome(statement) FROM (VALUES
     ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": null, "version": 99}')$$),
     ($$SELECT inbox.upsert_versioned('invoices', '{"id": 1, "status": "x", "version": "ninety"}')$$),
     ($$SELECT inbox.upsert_versioned('no_key', '{"id": 1, "version": 1}')$$),
+    ($$SELECT inbox.upsert_versioned('deferred_key', '{"id": 1, "version": 1}')$$),
     ($$SELECT inbox.upsert_versioned('unordered', '{"id": 1, "version": "(1,2)"}')$$),
     ($$SELECT inbox.upsert_versioned('invoices_view', '{"id": 3, "status": "x", "version": 1}')$$),
     ($$SELECT inbox.upsert_versioned('invoice_numbers', '{"id": 3, "version": 1}')$$),
@@ -216,6 +218,36 @@ SELECT outcome($$SELECT inbox.upsert_versioned('accounts', '{"id": 2, "owner": "
 SELECT outcome($$SELECT inbox.upsert_versioned('accounts', '{"id": 3, "owner": "someone_else", "balance": 0, "version": 1}')$$) AS new_row_for_other;
 RESET ROLE;
 SELECT * FROM accounts ORDER BY id;
+
+-- Exactly the privileges the README names, and no more: INSERT and UPDATE on the table, and
+-- SELECT on the key columns (ON CONFLICT reads them) and on the version column (compared with
+-- the stored one). The other columns need no SELECT, in both forms of the statement.
+CREATE ROLE regress_upsert_minimal;
+GRANT USAGE ON SCHEMA inbox, upserts TO regress_upsert_minimal;
+GRANT EXECUTE ON FUNCTION inbox.upsert_versioned(regclass, jsonb, name), outcome(text)
+    TO regress_upsert_minimal;
+CREATE TABLE balances (id integer PRIMARY KEY, amount numeric, memo text, tags text[], version integer);
+GRANT INSERT, UPDATE ON balances TO regress_upsert_minimal;
+GRANT SELECT (id, version) ON balances TO regress_upsert_minimal;
+SET ROLE regress_upsert_minimal;
+SELECT inbox.upsert_versioned('balances', '{"id": 1, "amount": 5, "version": 1}') AS inserted,
+       inbox.upsert_versioned('balances', '{"id": 1, "amount": 7, "memo": "m", "version": 2}') AS updated,
+       inbox.upsert_versioned('balances', '{"id": 1, "amount": 1, "version": 1}') AS stale,
+       inbox.upsert_versioned('balances', '{"id": 1, "tags": ["t"], "version": 3}') AS updated_from_json;
+RESET ROLE;
+SELECT * FROM balances;
+REVOKE SELECT (version) ON balances FROM regress_upsert_minimal;
+SET ROLE regress_upsert_minimal;
+SELECT outcome($$SELECT inbox.upsert_versioned('balances', '{"id": 1, "amount": 9, "version": 4}')$$) AS without_select_on_version;
+RESET ROLE;
+REVOKE UPDATE ON balances FROM regress_upsert_minimal;
+GRANT SELECT (version) ON balances TO regress_upsert_minimal;
+SET ROLE regress_upsert_minimal;
+SELECT outcome($$SELECT inbox.upsert_versioned('balances', '{"id": 1, "amount": 9, "version": 4}')$$) AS without_update;
+RESET ROLE;
+DROP TABLE balances;
+DROP OWNED BY regress_upsert_minimal;
+DROP ROLE regress_upsert_minimal;
 
 -- Plans are kept per (table, columns, version column): many calls, one plan per column set.
 CREATE FUNCTION kept_plans(target text) RETURNS bigint LANGUAGE sql AS $$

@@ -149,6 +149,23 @@ void remember_type(TargetTable* table, Oid type) {
     table->type_hashes[table->type_hash_count++] = GetSysCacheHashValue1(TYPEOID, type);
 }
 
+// The relcache leaves a deferrable primary key out (it cannot arbitrate ON CONFLICT); it is
+// looked for only to say so instead of "no primary key".
+bool has_deferrable_primary_key(Relation rel) {
+    List* indexes = RelationGetIndexList(rel);
+    bool found = false;
+    ListCell* cell;
+    foreach (cell, indexes) {
+        HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(cell)));
+        if (!HeapTupleIsValid(tuple)) continue;
+        auto* index = (Form_pg_index)GETSTRUCT(tuple);
+        found = found || (index->indisprimary && !index->indimmediate);
+        ReleaseSysCache(tuple);
+    }
+    list_free(indexes);
+    return found;
+}
+
 // Reads the primary key and the column types of a table whose lock the caller holds.
 void load_table_facts(TargetTable* table) {
     uint64 invalidations_before = invalidation_count;
@@ -162,6 +179,14 @@ void load_table_facts(TargetTable* table) {
                         errmsg("\"%s\" is not a table", RelationGetRelationName(rel))));
 
     Oid primary_key = RelationGetPrimaryKeyIndex(rel);
+    if (!OidIsValid(primary_key) && has_deferrable_primary_key(rel))
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+             errmsg("the primary key of table \"%s\" is DEFERRABLE", RelationGetRelationName(rel)),
+             errdetail("ON CONFLICT, which arbitrates copies of a row, cannot use a deferrable "
+                       "constraint."),
+             errhint("Recreate the primary key as NOT DEFERRABLE.")));
     if (!OidIsValid(primary_key))
         ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
                         errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),

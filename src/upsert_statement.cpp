@@ -8,47 +8,70 @@ namespace {
 constexpr std::string_view stored_alias = "\"stored\"";
 constexpr std::string_view incoming_alias = "\"incoming\"";
 
+std::string parameter(std::size_t column_index) {
+    return '$' + std::to_string(column_index + 1);
+}
+
+// pg_catalog.jsonb_to_record($1) AS incoming (col type, ...), over the columns `wanted` picks.
+template <typename Wanted>
+std::string incoming_record(const StatementShape& shape, Wanted wanted) {
+    std::string definitions;
+    for (std::size_t i = 0; i < shape.column_count; ++i) {
+        const StatementColumn& column = shape.columns[i];
+        if (!wanted(column)) continue;
+        if (!definitions.empty()) definitions += ", ";
+        definitions += quote_identifier(column.name);
+        definitions += ' ';
+        definitions += column.type;
+    }
+    std::string record = "pg_catalog.jsonb_to_record($1) AS ";
+    record += incoming_alias;
+    record += " (" + definitions + ")";
+    return record;
+}
+
+// The quoted names of the columns `wanted` picks, comma-separated.
+template <typename Wanted>
+std::string column_list(const StatementShape& shape, Wanted wanted) {
+    std::string list;
+    for (std::size_t i = 0; i < shape.column_count; ++i) {
+        if (!wanted(shape.columns[i])) continue;
+        if (!list.empty()) list += ", ";
+        list += quote_identifier(shape.columns[i].name);
+    }
+    return list;
+}
+
+bool any_column(const StatementColumn&) {
+    return true;
+}
+bool key_column(const StatementColumn& column) {
+    return column.is_key;
+}
+bool updated_column(const StatementColumn& column) {
+    return !column.is_key;
+}
+
 // INSERT INTO s.t AS stored (cols) VALUES ($1, ...) ON CONFLICT (key cols), or with
 // SELECT cols FROM jsonb_to_record($1) AS incoming(col type, ...) in place of VALUES.
 std::string insert_with_conflict_target(const StatementShape& shape) {
-    std::string column_list;
-    std::string definition_list;
-    std::string parameter_list;
-    std::string key_list;
-    for (std::size_t i = 0; i < shape.column_count; ++i) {
-        const StatementColumn& column = shape.columns[i];
-        std::string name = quote_identifier(column.name);
-        if (i > 0) {
-            column_list += ", ";
-            definition_list += ", ";
-            parameter_list += ", ";
-        }
-        column_list += name;
-        definition_list += name;
-        definition_list += ' ';
-        definition_list += column.type;
-        parameter_list += '$' + std::to_string(i + 1);
-        if (column.is_key) {
-            if (!key_list.empty()) key_list += ", ";
-            key_list += name;
-        }
-    }
-
+    std::string columns = column_list(shape, any_column);
     std::string sql = "INSERT INTO ";
     sql += quote_identifier(shape.schema);
     sql += '.';
     sql += quote_identifier(shape.table);
     sql += " AS ";
     sql += stored_alias;
-    sql += " (" + column_list + ")";
+    sql += " (" + columns + ")";
     if (shape.typed_parameters) {
-        sql += " VALUES (" + parameter_list + ")";
+        std::string parameters;
+        for (std::size_t i = 0; i < shape.column_count; ++i)
+            parameters += (i > 0 ? ", " : "") + parameter(i);
+        sql += " VALUES (" + parameters + ")";
     } else {
-        sql += " SELECT " + column_list + " FROM pg_catalog.jsonb_to_record($1) AS ";
-        sql += incoming_alias;
-        sql += " (" + definition_list + ")";
+        sql += " SELECT " + columns + " FROM " + incoming_record(shape, any_column);
     }
-    sql += " ON CONFLICT (" + key_list + ")";
+    sql += " ON CONFLICT (" + column_list(shape, key_column) + ")";
     return sql;
 }
 
@@ -66,26 +89,41 @@ std::string quote_identifier(std::string_view name) {
     return quoted;
 }
 
+// The incoming values are the statement's own parameters (or its json row), never EXCLUDED:
+// reading EXCLUDED.col would need SELECT on every column written, where ON CONFLICT itself needs
+// it only on the key columns and this statement on the version column it compares.
 std::string upsert_versioned_sql(const StatementShape& shape) {
     std::string sql = insert_with_conflict_target(shape);
+    std::string version = quote_identifier(shape.version_column);
+    auto is_version = [&](const StatementColumn& column) {
+        return column.name == shape.version_column;
+    };
+    std::string incoming_version;
     sql += " DO UPDATE SET ";
-    bool first = true;
-    for (std::size_t i = 0; i < shape.column_count; ++i) {
-        const StatementColumn& column = shape.columns[i];
-        if (column.is_key) continue;
-        if (!first) sql += ", ";
-        first = false;
-        std::string name = quote_identifier(column.name);
-        sql.append(name).append(" = EXCLUDED.").append(name);
+    if (shape.typed_parameters) {
+        bool first = true;
+        for (std::size_t i = 0; i < shape.column_count; ++i) {
+            const StatementColumn& column = shape.columns[i];
+            if (is_version(column)) incoming_version = parameter(i);
+            if (column.is_key) continue;
+            if (!first) sql += ", ";
+            first = false;
+            sql += quote_identifier(column.name) + " = " + parameter(i);
+        }
+    } else {
+        std::string updated = column_list(shape, updated_column);
+        sql += "(" + updated + ") = (SELECT " + updated + " FROM " +
+               incoming_record(shape, updated_column) + ")";
+        incoming_version =
+            "(SELECT " + version + " FROM " + incoming_record(shape, is_version) + ")";
     }
 
-    std::string version = quote_identifier(shape.version_column);
     std::string stored_version = std::string(stored_alias) + '.' + version;
     sql += " WHERE " + stored_version + " IS NULL OR " + stored_version + " OPERATOR(";
     sql += quote_identifier(shape.less_than_schema);
     sql += '.';
     sql += shape.less_than_name;  // an operator name is made of symbol characters only
-    sql += ") EXCLUDED." + version;
+    sql += ") " + incoming_version;
     return sql;
 }
 

@@ -38,9 +38,11 @@ TEST(UpsertVersionedSql, GuardsTheUpdateWithTheVersion) {
         "INSERT INTO \"billing\".\"invoices\" AS \"stored\" (\"id\", \"status\", \"version\") "
         "SELECT \"id\", \"status\", \"version\" FROM pg_catalog.jsonb_to_record($1) AS "
         "\"incoming\" (\"id\" integer, \"status\" public.invoice_status, \"version\" bigint) "
-        "ON CONFLICT (\"id\") DO UPDATE SET \"status\" = EXCLUDED.\"status\", "
-        "\"version\" = EXCLUDED.\"version\" WHERE \"stored\".\"version\" IS NULL OR "
-        "\"stored\".\"version\" OPERATOR(\"pg_catalog\".<) EXCLUDED.\"version\"");
+        "ON CONFLICT (\"id\") DO UPDATE SET (\"status\", \"version\") = (SELECT \"status\", "
+        "\"version\" FROM pg_catalog.jsonb_to_record($1) AS \"incoming\" (\"status\" "
+        "public.invoice_status, \"version\" bigint)) WHERE \"stored\".\"version\" IS NULL OR "
+        "\"stored\".\"version\" OPERATOR(\"pg_catalog\".<) (SELECT \"version\" FROM "
+        "pg_catalog.jsonb_to_record($1) AS \"incoming\" (\"version\" bigint))");
 }
 
 TEST(UpsertVersionedSql, CompositeKeyIsTheConflictTargetAndNeverUpdated) {
@@ -51,8 +53,8 @@ TEST(UpsertVersionedSql, CompositeKeyIsTheConflictTargetAndNeverUpdated) {
     };
     StatementShape shape{"s", "t", columns, 3, false, "at", "pg_catalog", "<"};
     std::string sql = inbox::upsert_versioned_sql(shape);
-    EXPECT_NE(sql.find("ON CONFLICT (\"tenant\", \"Order No\") DO UPDATE SET "
-                       "\"at\" = EXCLUDED.\"at\" WHERE"),
+    EXPECT_NE(sql.find("ON CONFLICT (\"tenant\", \"Order No\") DO UPDATE SET (\"at\") = "
+                       "(SELECT \"at\" FROM"),
               std::string::npos)
         << sql;
 }
@@ -61,7 +63,7 @@ TEST(UpsertVersionedSql, UsesTheVersionTypesOwnOperator) {
     StatementShape shape = invoice_shape();
     shape.less_than_schema = "My Ops";
     shape.less_than_name = "<<<";
-    EXPECT_NE(inbox::upsert_versioned_sql(shape).find("OPERATOR(\"My Ops\".<<<) EXCLUDED"),
+    EXPECT_NE(inbox::upsert_versioned_sql(shape).find("OPERATOR(\"My Ops\".<<<) (SELECT"),
               std::string::npos);
 }
 
@@ -80,9 +82,9 @@ TEST(UpsertVersionedSql, TypedParametersTakeOneParameterPerColumn) {
     EXPECT_EQ(
         inbox::upsert_versioned_sql(shape),
         "INSERT INTO \"billing\".\"invoices\" AS \"stored\" (\"id\", \"status\", \"version\") "
-        "VALUES ($1, $2, $3) ON CONFLICT (\"id\") DO UPDATE SET \"status\" = "
-        "EXCLUDED.\"status\", \"version\" = EXCLUDED.\"version\" WHERE \"stored\".\"version\" IS "
-        "NULL OR \"stored\".\"version\" OPERATOR(\"pg_catalog\".<) EXCLUDED.\"version\"");
+        "VALUES ($1, $2, $3) ON CONFLICT (\"id\") DO UPDATE SET \"status\" = $2, \"version\" "
+        "= $3 WHERE \"stored\".\"version\" IS NULL OR \"stored\".\"version\" "
+        "OPERATOR(\"pg_catalog\".<) $3");
 }
 
 TEST(InsertOnceSql, TypedParameters) {
