@@ -5,8 +5,8 @@ EXTENSION = inbox
 MODULE_big = inbox
 include sources.mk
 OBJS = $(INBOX_SOURCES:.cpp=.o)
-DATA = sql/inbox--1.0.sql
-REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge
+DATA = sql/inbox--1.0.sql sql/inbox--1.1.sql sql/inbox--1.0--1.1.sql
+REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge hostile_search_path schema_guard
 
 PG_CONFIG ?= pg_config
 

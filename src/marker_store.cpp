@@ -61,8 +61,8 @@ MarkerStatement insert_marker = {
     nullptr};
 
 MarkerStatement delete_marker = {
-    "DELETE FROM inbox.messages WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
-    "AND message_id OPERATOR(pg_catalog.=) $2 COLLATE \"C\"",
+    "DELETE FROM inbox.messages WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
+    "AND message_id OPERATOR(pg_catalog.=) $2 COLLATE pg_catalog.\"C\"",
     2,
     {TEXTOID, TEXTOID},
     nullptr};

@@ -1,0 +1,51 @@
+-- CREATE EXTENSION and ALTER EXTENSION UPDATE refuse a schema "inbox" that the installing role
+-- does not control: owned by another role, open to other roles' CREATE, or holding objects that
+-- are not the extension's. Each case in a database of its own, as a database owner would
+-- prepare it.
+SELECT current_database() AS regress_database \gset
+CREATE ROLE regress_guard_owner;
+CREATE DATABASE regress_inbox_guard OWNER regress_guard_owner;
+\c regress_inbox_guard
+\set VERBOSITY terse
+
+-- The database owner prepares the schema, with an exact match for drivers that bind varchar.
+SET ROLE regress_guard_owner;
+CREATE SCHEMA inbox;
+CREATE FUNCTION inbox.claim(consumer varchar, message_id varchar) RETURNS boolean
+    LANGUAGE sql AS 'SELECT true';
+RESET ROLE;
+CREATE EXTENSION inbox;
+SELECT count(*) AS installed FROM pg_extension WHERE extname = 'inbox';
+
+-- Made the installer's, the planted function is still refused.
+ALTER SCHEMA inbox OWNER TO CURRENT_USER;
+CREATE EXTENSION inbox;
+DROP FUNCTION inbox.claim(varchar, varchar);
+
+-- CREATE granted to another role: refused.
+GRANT CREATE ON SCHEMA inbox TO regress_guard_owner;
+CREATE EXTENSION inbox;
+REVOKE CREATE ON SCHEMA inbox FROM regress_guard_owner;
+
+-- An empty schema of the installer's own is fine.
+CREATE EXTENSION inbox;
+SELECT extversion FROM pg_extension WHERE extname = 'inbox';
+DROP EXTENSION inbox;
+
+-- The update from 1.0 checks the same: a 1.0 installed where someone could add objects.
+CREATE EXTENSION inbox VERSION '1.0';
+SELECT inbox.claim('guard', 'm-1');
+CREATE FUNCTION inbox.claim(consumer varchar, message_id varchar) RETURNS boolean
+    LANGUAGE sql AS 'SELECT true';
+ALTER EXTENSION inbox UPDATE;
+DROP FUNCTION inbox.claim(varchar, varchar);
+ALTER SCHEMA inbox OWNER TO regress_guard_owner;
+ALTER EXTENSION inbox UPDATE;
+ALTER SCHEMA inbox OWNER TO CURRENT_USER;
+ALTER EXTENSION inbox UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'inbox';
+SELECT inbox.claim('guard', 'm-1') AS duplicate_after_update;
+
+\c :regress_database
+DROP DATABASE regress_inbox_guard;
+DROP ROLE regress_guard_owner;
