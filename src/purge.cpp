@@ -21,6 +21,7 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -29,20 +30,22 @@ extern "C" {
 #include <cstring>
 
 #include "marker_store.hpp"
-#include "message_key.hpp"
 #include "purge.hpp"
 #include "purge_settings.hpp"
 
 namespace {
 
-// The purge lock: advisory locks are per database, so this pair serializes the purges of one
-// database. Visible in pg_locks as advisory (classid, objid) = (1768841848, 1); "inbx" in ASCII.
+// The purge lock: advisory locks are per database, so this tag serializes the purges of one
+// database. Visible in pg_locks as advisory (classid, objid, objsubid) = (1768841848, 1, 3);
+// "inbx" in ASCII. SQL's advisory lock functions only make objsubid 1 or 2, so no session can
+// take this lock and hold the purge off.
 constexpr uint32 purge_lock_key = 0x696e6278;
 constexpr uint32 purge_lock_kind = 1;
+constexpr uint16 purge_lock_space = 3;
 
 bool take_purge_lock(bool wait) {
     LOCKTAG tag;
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, purge_lock_key, purge_lock_kind, 2);
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, purge_lock_key, purge_lock_kind, purge_lock_space);
     return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
@@ -55,10 +58,12 @@ bool lock_marker_table() {
         RangeVarGetRelidExtended(table, RowExclusiveLock, RVR_MISSING_OK, nullptr, nullptr));
 }
 
-// The first consumer after $1 in key order: one descent of an index on consumer.
+// The first consumer in key order, and the first after $1: one descent of an index on consumer.
+MarkerStatement first_consumer = {
+    "SELECT pg_catalog.min(consumer) FROM inbox.messages", 0, {}, nullptr};
 MarkerStatement next_consumer = {
     "SELECT pg_catalog.min(consumer) FROM inbox.messages "
-    "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE \"C\"",
+    "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE pg_catalog.\"C\"",
     1,
     {TEXTOID},
     nullptr};
@@ -67,58 +72,74 @@ MarkerStatement next_consumer = {
 // processed_at is checked again on the row that is deleted, in case it changed meanwhile.
 MarkerStatement delete_expired = {
     "DELETE FROM inbox.messages "
-    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
+    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
     "AND processed_at OPERATOR(pg_catalog.<) $2 "
     "AND message_id OPERATOR(pg_catalog.=) ANY (ARRAY("
     "SELECT message_id FROM inbox.messages "
-    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE \"C\" "
+    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
     "AND processed_at OPERATOR(pg_catalog.<) $2 "
     "ORDER BY processed_at LIMIT $3))",
     3,
     {TEXTOID, TIMESTAMPTZOID, INT8OID},
     nullptr};
 
-// Where the walk over consumers stands; a consumer is at most 64 bytes, so it fits inline and
-// survives the commits between batches without a memory context.
+// Where the walk over consumers stands. The table itself does not limit a consumer's length
+// (the owner may have written any), so the name is kept whole, in memory of the purge's own that
+// survives the commits between batches.
 struct ConsumerCursor {
-    char consumer[inbox::max_consumer_bytes + 1];  // "" before the first consumer
-    bool positioned;                               // consumer is the one being purged
+    MemoryContext context;
+    text* consumer;   // nullptr before the first consumer
+    bool positioned;  // consumer is the one being purged
 };
 
 // Moves to the next consumer; false when there is none.
 bool advance_consumer(ConsumerCursor* cursor) {
-    Datum after = PointerGetDatum(cstring_to_text(cursor->consumer));
-    execute_as_marker_owner(&next_consumer, &after);
+    Datum after = PointerGetDatum(cursor->consumer);
+    execute_as_marker_owner(cursor->consumer == nullptr ? &first_consumer : &next_consumer, &after);
     bool isnull = true;
     Datum next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
     if (isnull) return false;
-    text_to_cstring_buffer(DatumGetTextPP(next), cursor->consumer, sizeof(cursor->consumer));
+    text* previous = cursor->consumer;
+    cursor->consumer =
+        static_cast<text*>(MemoryContextAlloc(cursor->context, VARSIZE_ANY(DatumGetPointer(next))));
+    memcpy(cursor->consumer, DatumGetPointer(next), VARSIZE_ANY(DatumGetPointer(next)));
+    if (previous != nullptr) pfree(previous);
     cursor->positioned = true;
     return true;
 }
 
-// One batch: up to batch_size markers across consumers, in the current transaction. Returns
-// the rows deleted; *exhausted is set when the walk passed the last consumer.
-int64 purge_one_batch(ConsumerCursor* cursor, TimestampTz cutoff, int batch_size, bool* exhausted) {
-    int64 deleted = 0;
-    *exhausted = false;
+bool past(TimestampTz deadline) {
+    return deadline != 0 && GetCurrentTimestamp() >= deadline;
+}
+
+enum class BatchEnd { full, exhausted, out_of_time };
+
+// One batch: up to batch_size markers across consumers, in the current transaction, stopping
+// early at the deadline (a walk over many consumers with nothing to delete counts too).
+BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* deleted) {
+    BatchEnd end = BatchEnd::full;
+    *deleted = 0;
     PushActiveSnapshot(GetTransactionSnapshot());
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    while (deleted < batch_size) {
-        if (!cursor->positioned && !advance_consumer(cursor)) {
-            *exhausted = true;
+    while (*deleted < run->batch_size) {
+        if (past(run->deadline)) {
+            end = BatchEnd::out_of_time;
             break;
         }
-        int64 limit = batch_size - deleted;
-        Datum values[3] = {PointerGetDatum(cstring_to_text(cursor->consumer)),
-                           TimestampTzGetDatum(cutoff), Int64GetDatum(limit)};
+        if (!cursor->positioned && !advance_consumer(cursor)) {
+            end = BatchEnd::exhausted;
+            break;
+        }
+        int64 limit = run->batch_size - *deleted;
+        Datum values[3] = {PointerGetDatum(cursor->consumer), TimestampTzGetDatum(run->cutoff),
+                           Int64GetDatum(limit)};
         execute_as_marker_owner(&delete_expired, values);
-        deleted += static_cast<int64>(SPI_processed);
+        *deleted += static_cast<int64>(SPI_processed);
         if (static_cast<int64>(SPI_processed) < limit) cursor->positioned = false;  // consumer done
     }
     SPI_finish();
     PopActiveSnapshot();
-    return deleted;
+    return end;
 }
 
 // The pause after a batch: as long as the batch took (bounded), so that the purge takes at most
@@ -138,37 +159,45 @@ void pause_between_batches(long ms) {
 }  // namespace
 
 TimestampTz purge_cutoff_now() {
-    return GetCurrentTimestamp() - (TimestampTz)purge_retention_s * USECS_PER_SEC;
+    return GetCurrentTransactionStartTimestamp() - (TimestampTz)purge_retention_s * USECS_PER_SEC;
 }
 
 PurgeProgress purge_expired_markers(const PurgeRun* run) {
     PurgeProgress progress = {0, 0, PurgeOutcome::finished};
-    ConsumerCursor cursor = {"", false};
-    for (;;) {
-        if (!take_purge_lock(run->wait_for_turn)) {
-            progress.outcome = PurgeOutcome::busy;
-            break;
-        }
-        if (!lock_marker_table()) {
-            progress.outcome = PurgeOutcome::extension_gone;
-            break;
-        }
-        TimestampTz batch_start = GetCurrentTimestamp();
-        bool exhausted = false;
-        int64 deleted = purge_one_batch(&cursor, run->cutoff, run->batch_size, &exhausted);
-        progress.deleted += deleted;
-        if (deleted > 0) progress.batches++;
-        if (run->after_batch != nullptr) run->after_batch(&progress);
-        if (exhausted) break;
-        if (run->commit != nullptr) {
-            run->commit();
-            pause_between_batches(pause_after_batch_ms(batch_start));
-        }
-        if (run->deadline != 0 && GetCurrentTimestamp() >= run->deadline) {
-            progress.outcome = PurgeOutcome::out_of_time;
-            break;
+    ConsumerCursor cursor = {
+        AllocSetContextCreate(TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
+        nullptr, false};
+    PG_TRY();
+    {
+        for (;;) {
+            if (!take_purge_lock(run->wait_for_turn)) {
+                progress.outcome = PurgeOutcome::busy;
+                break;
+            }
+            if (!lock_marker_table()) {
+                progress.outcome = PurgeOutcome::extension_gone;
+                break;
+            }
+            TimestampTz batch_start = GetCurrentTimestamp();
+            int64 deleted = 0;
+            BatchEnd end = purge_one_batch(&cursor, run, &deleted);
+            progress.deleted += deleted;
+            if (deleted > 0) progress.batches++;
+            if (run->after_batch != nullptr) run->after_batch(&progress);
+            if (end == BatchEnd::exhausted) break;
+            if (end == BatchEnd::out_of_time || past(run->deadline)) {
+                progress.outcome = PurgeOutcome::out_of_time;
+                break;
+            }
+            if (run->commit != nullptr) {
+                run->commit();
+                pause_between_batches(pause_after_batch_ms(batch_start));
+            }
         }
     }
+    PG_FINALLY();
+    { MemoryContextDelete(cursor.context); }
+    PG_END_TRY();
     return progress;
 }
 

@@ -33,7 +33,8 @@ struct PurgeRun {
     void (*after_batch)(const PurgeProgress* progress);
 };
 
-// The cutoff that inbox.retention gives now.
+// The cutoff that inbox.retention gives at the start of the current transaction (now()), so
+// that a caller knows it exactly.
 TimestampTz purge_cutoff_now();
 
 // Deletes markers older than run->cutoff, batch by batch, each consumer's oldest first, until

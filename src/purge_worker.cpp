@@ -33,6 +33,7 @@ extern "C" {
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/backend_status.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -61,12 +62,22 @@ void handle_signals() {
 
 // ---- the launcher ------------------------------------------------------------------------
 
-// A database the launcher serves: the worker running for it, and when the next one is due.
+// A database the launcher serves: the worker running for it, and what decides when the next
+// one is due. The due time is computed afresh from the settings of the moment, so that a
+// reload that lowers inbox.purge_interval applies at once, not after the old interval.
 struct ServedDatabase {
     Oid database;
     BackgroundWorkerHandle* worker;  // null when none runs
-    TimestampTz next_run;
+    TimestampTz last_run;            // when the last worker started or ended; 0: never
+    WorkerSchedule schedule;         // what that worker said about the next one
 };
+
+TimestampTz next_run(const ServedDatabase* entry) {
+    if (entry->last_run == 0 || entry->schedule.continue_now) return entry->last_run;
+    int interval_ms =
+        entry->schedule.interval_ms != 0 ? entry->schedule.interval_ms : purge_interval_ms;
+    return TimestampTzPlusMilliseconds(entry->last_run, interval_ms);
+}
 
 struct Served {
     ServedDatabase* entries;
@@ -125,12 +136,12 @@ void follow_databases(Served* served, MemoryContext context) {
             served->entries = static_cast<ServedDatabase*>(
                 repalloc(served->entries, served->capacity * sizeof(ServedDatabase)));
         }
-        served->entries[served->count++] = {databases[j], nullptr, 0};
+        served->entries[served->count++] = {databases[j], nullptr, 0, {false, 0}};
     }
     pfree(databases);
 }
 
-// Forgets workers that have exited; the next one is due when the last one asked for it.
+// Forgets workers that have exited, keeping what they said about the next one.
 void reap_workers(Served* served) {
     for (int i = 0; i < served->count; i++) {
         ServedDatabase* entry = &served->entries[i];
@@ -139,8 +150,8 @@ void reap_workers(Served* served) {
             continue;
         pfree(entry->worker);
         entry->worker = nullptr;
-        TimestampTz requested = worker_next_run(entry->database);
-        if (requested != 0) entry->next_run = requested;
+        entry->last_run = GetCurrentTimestamp();
+        entry->schedule = worker_schedule(entry->database);
     }
 }
 
@@ -166,17 +177,17 @@ long start_due_workers(Served* served) {
     for (int i = 0; i < served->count; i++) {
         ServedDatabase* entry = &served->entries[i];
         if (entry->worker != nullptr) continue;
-        if (entry->next_run <= now) {
-            // A worker that ends normally says when the next one is due; this covers one that
-            // does not (an error, or a database without the extension).
-            entry->next_run = TimestampTzPlusMilliseconds(now, purge_interval_ms);
+        if (next_run(entry) <= now) {
+            // Also the schedule of a worker that fails or finds no extension: one interval on.
+            entry->last_run = now;
+            entry->schedule.continue_now = false;
             if (!start_worker(entry) && !warned) {
                 ereport(WARNING, (errmsg("%s could not start a purge worker", launcher_type),
                                   errhint("Raise max_worker_processes.")));
                 warned = true;
             }
         }
-        if (entry->next_run < wake) wake = entry->next_run;
+        if (next_run(entry) < wake) wake = next_run(entry);
     }
     return Max(TimestampDifferenceMilliseconds(now, wake), 1);
 }
@@ -185,6 +196,51 @@ long start_due_workers(Served* served) {
 
 Oid served_database = InvalidOid;
 char served_database_name[NAMEDATALEN];
+
+// The server-wide values (postgresql.conf, ALTER SYSTEM), read before the database's own
+// settings apply.
+int server_batch_size = 0;
+int server_interval_ms = 0;
+
+// Settings that a database owner may give the database (ALTER DATABASE ... SET is open to the
+// owner for these) and that would stop or throttle the purge. The worker pins them for its
+// session, as autovacuum pins its own. inbox.purge_batch_size is pinned to the server-wide
+// value; inbox.retention, inbox.purge_interval and inbox.purge_worker only a superuser can set
+// for a database, so those per-database values are honoured.
+struct PinnedSetting {
+    const char* name;
+    const char* value;
+};
+constexpr PinnedSetting pinned_settings[] = {
+    {"default_transaction_read_only", "off"},
+    {"default_transaction_isolation", "read committed"},
+    {"statement_timeout", "0"},
+    {"lock_timeout", "0"},
+    {"idle_in_transaction_session_timeout", "0"},
+    {"search_path", "pg_catalog, pg_temp"},
+    {"enable_indexscan", "on"},
+    {"enable_indexonlyscan", "on"},
+    {"enable_bitmapscan", "on"},
+    {"enable_tidscan", "on"},
+};
+
+void remember_server_settings() {
+    server_batch_size = purge_batch_size;
+    server_interval_ms = purge_interval_ms;
+}
+
+void pin_session_settings() {
+    for (const PinnedSetting& setting : pinned_settings)
+        SetConfigOption(setting.name, setting.value, PGC_SUSET, PGC_S_OVERRIDE);
+    char batch_size[16];
+    snprintf(batch_size, sizeof(batch_size), "%d", server_batch_size);
+    SetConfigOption("inbox.purge_batch_size", batch_size, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+// The database's own inbox.purge_interval, 0 when it has none.
+int database_interval_ms() {
+    return purge_interval_ms != server_interval_ms ? purge_interval_ms : 0;
+}
 
 void on_worker_exit(int, Datum) {
     worker_exits(served_database);
@@ -217,9 +273,8 @@ void purge_this_database() {
 
     bool finished = progress.outcome != PurgeOutcome::out_of_time;
     TimestampTz now = GetCurrentTimestamp();
-    TimestampTz next_run = finished ? TimestampTzPlusMilliseconds(now, purge_interval_ms) : now;
-    CycleTotals cycle =
-        worker_cycle_ends(served_database, progress.deleted, progress.batches, finished, next_run);
+    CycleTotals cycle = worker_cycle_ends(served_database, progress.deleted, progress.batches,
+                                          finished, database_interval_ms());
     if (finished && cycle.deleted > 0)
         ereport(purge_log_level,
                 (errmsg("%s of database \"%s\" deleted %lld expired markers in %lld batches "
@@ -299,7 +354,9 @@ void inbox_purge_launcher_main(Datum) {
 void inbox_purge_worker_main(Datum database) {
     handle_signals();
     served_database = DatumGetObjectId(database);
+    remember_server_settings();
     BackgroundWorkerInitializeConnectionByOid(served_database, InvalidOid, 0);
+    pin_session_settings();
     pgstat_report_appname(worker_type);
     before_shmem_exit(on_worker_exit, (Datum)0);
 

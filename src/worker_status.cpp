@@ -41,7 +41,7 @@ struct WorkerSlot {
     int64 cycle_deleted;
     int64 cycle_batches;
     int64 process_deleted;  // deleted by the running process so far, not yet in cycle_deleted
-    TimestampTz next_run;
+    WorkerSchedule schedule;
 };
 
 struct WorkerStatus {
@@ -147,7 +147,7 @@ void worker_cycle_progress(Oid database, int64 deleted) {
 }
 
 CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
-                              TimestampTz next_run) {
+                              int interval_ms) {
     TimestampTz now = GetCurrentTimestamp();
     CycleTotals totals = {now, deleted, batches};
     update_slot(database, true, [&](WorkerSlot* slot) {
@@ -159,7 +159,7 @@ CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool f
         slot->cycle_batches += batches;
         slot->total_deleted += deleted;
         slot->process_deleted = 0;
-        slot->next_run = next_run;
+        slot->schedule = WorkerSchedule{!finished, interval_ms};
         totals = {slot->cycle_start, slot->cycle_deleted, slot->cycle_batches};
         if (finished) {
             slot->cycle_open = false;
@@ -201,14 +201,14 @@ void forget_workers_except(const Oid* databases, int count) {
     LWLockRelease(status->lock);
 }
 
-TimestampTz worker_next_run(Oid database) {
-    TimestampTz next_run = 0;
-    if (status == nullptr) return next_run;
+WorkerSchedule worker_schedule(Oid database) {
+    WorkerSchedule schedule = {false, 0};
+    if (status == nullptr) return schedule;
     LWLockAcquire(status->lock, LW_SHARED);
     WorkerSlot* slot = find_slot(database);
-    if (slot != nullptr) next_run = slot->next_run;
+    if (slot != nullptr) schedule = slot->schedule;
     LWLockRelease(status->lock);
-    return next_run;
+    return schedule;
 }
 
 extern "C" {

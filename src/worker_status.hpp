@@ -25,10 +25,11 @@ struct CycleTotals {
     int64 batches;
 };
 // The worker process ends. `finished`: the cycle is complete (its totals are returned, to be
-// logged); otherwise it continues in the next worker process. The launcher starts that one at
-// `next_run`.
+// logged); otherwise it continues in the next worker process, which the launcher starts at once.
+// `interval_ms` is the database's own inbox.purge_interval (ALTER DATABASE ... SET), 0 when it
+// follows the server-wide value.
 CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
-                              TimestampTz next_run);
+                              int interval_ms);
 // The worker process exits, normally or not: no pid, not purging.
 void worker_exits(Oid database);
 void worker_failed(Oid database, const char* message);
@@ -37,5 +38,10 @@ void worker_failed(Oid database, const char* message);
 void forget_worker(Oid database);
 // Frees the slots of every database not in `databases`.
 void forget_workers_except(const Oid* databases, int count);
-// When the last worker of `database` asked for the next one; 0 when it did not say.
-TimestampTz worker_next_run(Oid database);
+// What the last worker of `database` said about the next one: due at once (its cycle goes on),
+// and the database's own interval (0: the server-wide inbox.purge_interval).
+struct WorkerSchedule {
+    bool continue_now;
+    int interval_ms;
+};
+WorkerSchedule worker_schedule(Oid database);

@@ -70,19 +70,20 @@ apply_tps() {
 # The session that holds the purge back: psql reading statements from a pipe.
 mkfifo "$work/holder"
 chown "$cluster_user" "$work/holder" 2>/dev/null || true
-cluster_psql -At -c "SET application_name = 'bench holder'" -f "$work/holder" >/dev/null &
+cluster_psql -At -c "SET application_name = 'bench holder'" -c "SET inbox.retention = '3650d'" \
+    -f "$work/holder" >/dev/null &
 exec 3>"$work/holder"
 held() {
     sql postgres "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                   WHERE a.application_name = 'bench holder' AND l.locktype = 'advisory'
-                    AND l.classid = 1768841848 AND l.objid = 1 AND l.granted"
+                    AND l.classid = 1768841848 AND l.objid = 1 AND l.objsubid = 3 AND l.granted"
 }
 hold_purge() {
-    echo "SELECT pg_advisory_lock(1768841848, 1);" >&3
+    echo "BEGIN; CALL inbox.purge();" >&3
     until [ "$(held)" = 1 ]; do sleep 0.05; done
 }
 release_purge() {
-    echo "SELECT pg_advisory_unlock(1768841848, 1);" >&3
+    echo "COMMIT;" >&3
     while [ "$(held)" = 1 ]; do sleep 0.05; done
 }
 

@@ -72,14 +72,17 @@ ok($node->poll_query_until('beta', 'SELECT count(*) = 0 FROM inbox.messages'),
 ok(wait_for_next_cycle($node, 'alpha', 'delta'), 'delta: another whole cycle ran');
 is(marker_count($node, 'delta', 'fresh'), 10, 'delta still follows its own retention');
 
-# A purge that holds the database's purge lock (here an advisory lock on the same key) makes the
-# worker yield; it purges once the lock is gone.
+# A purge that holds the database's purge lock (here a CALL inbox.purge() in an open
+# transaction, with a retention that deletes nothing) makes the worker yield; it purges once the
+# lock is gone.
 my $holder = $node->background_psql('alpha');
-$holder->query_safe('SELECT pg_advisory_lock(1768841848, 1)');
+$holder->query_safe("SET inbox.retention = '3650d'");
+$holder->query_safe('BEGIN');
+$holder->query_safe('CALL inbox.purge()');
 add_markers($node, 'alpha', 'held', 50, '1 hour');
 ok(wait_for_next_cycle($node, 'alpha', 'alpha'), 'alpha: a cycle ran while the lock was held');
 is(marker_count($node, 'alpha', 'held'), 50, 'the worker yields to another purge');
-$holder->query_safe('SELECT pg_advisory_unlock(1768841848, 1)');
+$holder->query_safe('COMMIT');
 ok($node->poll_query_until('alpha', "SELECT count(*) = 0 FROM inbox.messages WHERE consumer = 'held'"),
 	'and purges when its turn comes');
 $holder->quit;
