@@ -130,12 +130,64 @@ CALL inbox.purge();
 SELECT outcome('SELECT count(*) FROM inbox.messages');
 RESET ROLE;
 
+-- The boundary: "older than the retention" is strict. The cutoff is now() - inbox.retention,
+-- now() being the start of the purge's (here: the caller's) transaction.
+BEGIN;
+DELETE FROM inbox.messages;
+SET LOCAL inbox.retention = '1h';
+INSERT INTO inbox.messages VALUES
+    ('boundary', 'exactly-at-cutoff', now() - interval '1 hour'),
+    ('boundary', 'one-microsecond-older', now() - interval '1 hour 0.000001 s');
+CALL inbox.purge();
+SELECT message_id FROM inbox.messages WHERE consumer = 'boundary';
+ROLLBACK;
+
+-- No data the table can hold stops the purge: a consumer longer than the functions allow (the
+-- owner wrote it, say in a migration) and an empty one are purged like any other, and the
+-- purge ends.
+DELETE FROM inbox.messages;
+INSERT INTO inbox.messages
+SELECT consumer, consumer || '-old-' || i, now() - interval '2 hours'
+FROM (VALUES (repeat('long', 40)), (''), ('zzz')) AS c(consumer), generate_series(1, 4) i;
+SET inbox.retention = '1h';
+SET inbox.purge_batch_size = 3;
+SET statement_timeout = '20s';
+CALL inbox.purge();
+RESET statement_timeout;
+SELECT count(*) AS left_behind FROM inbox.messages;
+RESET inbox.purge_batch_size;
+
 DROP TRIGGER log_purge ON inbox.messages;
 DROP TABLE purge_log;
 DROP FUNCTION log_purge(), purge_from_function();
 DROP PROCEDURE expire_markers();
 DELETE FROM inbox.messages;
 RESET ALL;
+
+-- The statements on the markers run as the table's owner inside a security-restricted
+-- operation: a trigger someone added to the table cannot create temporary objects (or change
+-- session state) there, whether reached through claim, forget or the purge.
+CREATE FUNCTION make_temp_table() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    CREATE TEMPORARY TABLE IF NOT EXISTS planted (x int);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER make_temp_table AFTER INSERT OR DELETE ON inbox.messages
+    FOR EACH ROW EXECUTE FUNCTION make_temp_table();
+SELECT outcome($$SELECT inbox.claim('restricted', 'r-1')$$) AS claim;
+ALTER TABLE inbox.messages DISABLE TRIGGER make_temp_table;
+SELECT inbox.claim('restricted', 'r-1'), inbox.claim('restricted', 'r-2');
+UPDATE inbox.messages SET processed_at = now() - interval '2 hours' WHERE message_id = 'r-2';
+ALTER TABLE inbox.messages ENABLE TRIGGER make_temp_table;
+SELECT outcome($$SELECT inbox.forget('restricted', 'r-1')$$) AS forget;
+SET inbox.retention = '1h';
+SELECT outcome('CALL inbox.purge()') AS purge;
+RESET inbox.retention;
+SELECT message_id FROM inbox.messages WHERE consumer = 'restricted' ORDER BY message_id;
+SELECT count(*) AS planted_tables FROM pg_class WHERE relname = 'planted';
+DROP TRIGGER make_temp_table ON inbox.messages;
+DROP FUNCTION make_temp_table();
+DELETE FROM inbox.messages;
 
 -- pg_cron is not installed here: a clear error, nothing scheduled.
 SELECT outcome($$SELECT inbox.schedule_purge()$$);
