@@ -15,7 +15,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 system_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap broker)
+((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap broker examples)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -92,6 +92,11 @@ run_broker() {
             "$source_dir/test/broker/run.sh" "$work/broker"
 }
 
+# The consumers of examples/, each against a fresh database (test/examples).
+run_examples() {
+    PGHOST=$socket_dir PGUSER=postgres "$source_dir/test/examples/run.sh" "$work/examples"
+}
+
 # A backend that died of a signal is a failure even when every assertion passed. Tests that
 # kill a process on purpose write its pid to $TESTDIR/deliberate-kills.
 check_server_logs() {
@@ -118,7 +123,7 @@ record() {
 
 need_cluster=0
 for suite in "${suites[@]}"; do
-    case $suite in regress | isolation | pgtap | broker) need_cluster=1 ;; esac
+    case $suite in regress | isolation | pgtap | broker | examples) need_cluster=1 ;; esac
 done
 if ((need_cluster)); then
     cluster_start "$pg_bindir" "$socket_dir" "shared_preload_libraries = 'inbox'" "fsync = off" \
