@@ -15,7 +15,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 system_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap broker examples)
+((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap broker examples docs)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -97,6 +97,14 @@ run_examples() {
     PGHOST=$socket_dir PGUSER=postgres "$source_dir/test/examples/run.sh" "$work/examples"
 }
 
+# Every ```sql block of README.md and docs/*.md runs as pasted (test/docs/check.py).
+run_docs() {
+    local documents=("$source_dir/README.md")
+    [ -d "$source_dir/docs" ] && documents+=("$source_dir"/docs/*.md)
+    (cd "$source_dir" && PGHOST=$socket_dir PGUSER=postgres /usr/bin/python3 test/docs/check.py \
+        "${documents[@]#"$source_dir/"}")
+}
+
 # A backend that died of a signal is a failure even when every assertion passed. Tests that
 # kill a process on purpose write its pid to $TESTDIR/deliberate-kills.
 check_server_logs() {
@@ -123,7 +131,7 @@ record() {
 
 need_cluster=0
 for suite in "${suites[@]}"; do
-    case $suite in regress | isolation | pgtap | broker | examples) need_cluster=1 ;; esac
+    case $suite in regress | isolation | pgtap | broker | examples | docs) need_cluster=1 ;; esac
 done
 if ((need_cluster)); then
     cluster_start "$pg_bindir" "$socket_dir" "shared_preload_libraries = 'inbox'" "fsync = off" \
