@@ -33,7 +33,7 @@ socket_dir="$work/cluster"
 trap cluster_stop EXIT
 
 run_style() {
-    make -s -C "$source_dir" format-check
+    make -s -C "$source_dir" format-check && "$source_dir/scripts/check-meta.py"
 }
 
 run_lint() {
