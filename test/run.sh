@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
-#   test/run.sh [style|lint|unit|regress|isolation|pgtap|tap|broker ...]     (default: all of them)
+#   test/run.sh [SUITE ...]     (default: all of them)
+# SUITE: style lint unit regress isolation pgtap tap broker examples docs
 #
 # The suites never touch the system's PostgreSQL installation: every server starts from a
 # private copy of it with this tree's extension installed (private_install in
