@@ -96,14 +96,23 @@ EOF
     chmod 400 "$rabbitmq_dir/.erlang.cookie"
     chown -R "$cluster_user" "$rabbitmq_dir" 2>/dev/null || true
 
-    # Our own epmd in the foreground, so that it has a pid to stop: one started by the node
-    # daemonizes and would outlive the run.
+    # Our own epmd in the foreground, so that it has a pid to stop: the node and rabbitmqctl
+    # would otherwise start a daemonized one (and do so whenever none answers on the port).
     rabbitmq_spawn "$rabbitmq_dir/log/epmd.log" epmd -port "$rabbitmq_base_port" -address 127.0.0.1
     rabbitmq_epmd_pid=$rabbitmq_spawned
+    local deadline=$((SECONDS + 30))
+    until rabbitmq_env epmd -port "$rabbitmq_base_port" -names >/dev/null 2>&1; do
+        if ! kill -0 "$rabbitmq_epmd_pid" 2>/dev/null || ((SECONDS > deadline)); then
+            echo "epmd did not start:"
+            cat "$rabbitmq_dir/log/epmd.log"
+            return 1
+        fi
+        sleep 0.1
+    done
     rabbitmq_spawn "$rabbitmq_dir/log/startup.log" "$rabbitmq_bin/rabbitmq-server"
     rabbitmq_server_pid=$rabbitmq_spawned
     # await_startup fails at once until the node has registered with epmd.
-    local deadline=$((SECONDS + 90))
+    deadline=$((SECONDS + 90))
     until rabbitmq_ctl --timeout 30 await_startup >/dev/null 2>&1; do
         if ! kill -0 "$rabbitmq_server_pid" 2>/dev/null || ((SECONDS > deadline)); then
             echo "rabbitmq did not start:"
@@ -118,12 +127,18 @@ EOF
 rabbitmq_stop() {
     [ -n "${rabbitmq_server_pid:-}" ] || return 0
     if kill -0 "$rabbitmq_server_pid" 2>/dev/null; then
-        rabbitmq_ctl shutdown >/dev/null 2>&1 || true
+        # rabbitmqctl would start a daemonized epmd if ours is gone (a signal to the whole
+        # process group): then the node is only sent SIGTERM.
+        if kill -0 "$rabbitmq_epmd_pid" 2>/dev/null; then
+            rabbitmq_ctl shutdown >/dev/null 2>&1 || true
+        fi
         kill "$rabbitmq_server_pid" 2>/dev/null || true
     fi
     wait "$rabbitmq_server_pid" 2>/dev/null || true
     kill "$rabbitmq_epmd_pid" 2>/dev/null || true
     wait "$rabbitmq_epmd_pid" 2>/dev/null || true
+    # Any epmd that Erlang started for this node anyway answers on its private port.
+    rabbitmq_env epmd -port "$rabbitmq_base_port" -kill >/dev/null 2>&1 || true
     rabbitmq_server_pid=
     return 0
 }
