@@ -30,7 +30,7 @@ all install:
 	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
 endif
 
-.PHONY: deps demo test format format-check lint
+.PHONY: deps demo test format format-check lint dist
 
 # Installs the Debian packages the build, the demo and the tests need (no-op when present).
 deps:
@@ -46,7 +46,7 @@ test: deps
 	$(MAKE) all
 	test/run.sh
 
-CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp)
+CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp examples/cpp/*.cpp)
 format:
 	clang-format -i $(CXX_FILES)
 format-check:
@@ -55,3 +55,14 @@ format-check:
 lint:
 	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DPG_CONFIG=$(PG_CONFIG) >/dev/null
 	clang-tidy -p build/lint --quiet $(INBOX_SOURCES) 2>&1 | { ! grep -E 'error|warning:'; }
+
+# The release archive for PGXN, as pgvector and pg_cron make it: the committed tree at HEAD
+# (not the working copy) in dist/inbox-<default_version>.zip, once META.json agrees with
+# inbox.control.
+EXTVERSION = $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+dist:
+	scripts/check-meta.py
+	mkdir -p dist
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		--output dist/$(EXTENSION)-$(EXTVERSION).zip HEAD
+	@echo "dist/$(EXTENSION)-$(EXTVERSION).zip"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
-#   test/run.sh [style|lint|unit|regress|isolation|pgtap|tap ...]     (default: all of them)
+#   test/run.sh [SUITE ...]     (default: all of them)
+# SUITE: style lint unit regress isolation pgtap tap broker examples docs
 #
 # The suites never touch the system's PostgreSQL installation: every server starts from a
 # private copy of it with this tree's extension installed (private_install in
@@ -15,7 +16,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 system_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap)
+((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap broker examples docs)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -33,7 +34,7 @@ socket_dir="$work/cluster"
 trap cluster_stop EXIT
 
 run_style() {
-    make -s -C "$source_dir" format-check
+    make -s -C "$source_dir" format-check && "$source_dir/scripts/check-meta.py"
 }
 
 run_lint() {
@@ -84,6 +85,27 @@ run_tap() {
         INBOX_SOURCE_DIR="$work" prove -I "$work/test/t" "$work"/test/t/*.pl)
 }
 
+# Payments through a private RabbitMQ node, with copies, requeues and a consumer killed
+# mid-transaction (test/broker).
+run_broker() {
+    as_cluster_user psql -h "$socket_dir" -U postgres -d postgres -qc 'CREATE DATABASE inbox_broker' &&
+        PGHOST=$socket_dir PGUSER=postgres PGDATABASE=inbox_broker \
+            "$source_dir/test/broker/run.sh" "$work/broker"
+}
+
+# The consumers of examples/, each against a fresh database (test/examples).
+run_examples() {
+    PGHOST=$socket_dir PGUSER=postgres "$source_dir/test/examples/run.sh" "$work/examples"
+}
+
+# Every ```sql block of README.md and docs/*.md runs as pasted (test/docs/check.py).
+run_docs() {
+    local documents=("$source_dir/README.md")
+    [ -d "$source_dir/docs" ] && documents+=("$source_dir"/docs/*.md)
+    (cd "$source_dir" && PGHOST=$socket_dir PGUSER=postgres /usr/bin/python3 test/docs/check.py \
+        "${documents[@]#"$source_dir/"}")
+}
+
 # A backend that died of a signal is a failure even when every assertion passed. Tests that
 # kill a process on purpose write its pid to $TESTDIR/deliberate-kills.
 check_server_logs() {
@@ -110,7 +132,7 @@ record() {
 
 need_cluster=0
 for suite in "${suites[@]}"; do
-    case $suite in regress | isolation | pgtap) need_cluster=1 ;; esac
+    case $suite in regress | isolation | pgtap | broker | examples | docs) need_cluster=1 ;; esac
 done
 if ((need_cluster)); then
     cluster_start "$pg_bindir" "$socket_dir" "shared_preload_libraries = 'inbox'" "fsync = off" \

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Runs every ```sql block of the given Markdown documents as pasted into psql.
+
+    check.py DOCUMENT...        (PGHOST, PGPORT, PGUSER: a cluster with the extension available)
+
+Each document gets a fresh database, and its blocks run in order, each in its own psql session,
+so a block may use what an earlier one created. A block fenced as ```sql template is shown, not
+run (signatures, templates with $1, fragments); a block with any other info string is not SQL.
+The first failing block of a document is reported as FILE:LINE with psql's error, and the rest
+of that document is skipped (its blocks would fail on what the failed one did not create).
+Roles a document creates are dropped afterwards, so documents stay independent.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BLOCK_TIMEOUT_SECONDS = 60
+FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*(.*)$")
+
+
+def blocks(path):
+    """Yields (line of the opening fence, info words, text) for each fenced block."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, fence, info = len(match.group(1)), match.group(2), match.group(3).split()
+        start, body = i + 1, []
+        i += 1
+        while i < len(lines) and not re.match(r"^ {0,3}" + re.escape(fence[0]) + "{%d,}\\s*$"
+                                               % len(fence), lines[i]):
+            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])
+            i += 1
+        if i == len(lines):
+            raise SystemExit(f"{path}:{start}: unclosed code fence")
+        i += 1
+        yield start, info, "\n".join(body) + "\n"
+
+
+def psql(database, *args, **kwargs):
+    return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database,
+                           *args], capture_output=True, text=True, **kwargs)
+
+
+def admin(database, sql):
+    result = psql(database, "-c", sql)
+    if result.returncode != 0:
+        raise SystemExit(f"checker set-up failed: {sql}: {result.stderr.strip()}")
+    return result.stdout.split()
+
+
+def check_document(path, number):
+    database = f"inbox_docs_{number}"
+    roles_before = set(admin("postgres", "SELECT rolname FROM pg_roles"))
+    admin("postgres", f"CREATE DATABASE {database}")
+    ran = templates = 0
+    failure = None
+    try:
+        for line, info, text in blocks(path):
+            if not info or info[0] != "sql":
+                continue
+            if info[1:] == ["template"]:
+                templates += 1
+                continue
+            if info[1:]:
+                failure = f"{path}:{line}: unknown info string {' '.join(info)!r} (sql or sql template)"
+                break
+            with tempfile.NamedTemporaryFile("w", suffix=".sql") as block:
+                block.write(text)
+                block.flush()
+                try:
+                    result = psql(database, "-f", block.name, timeout=BLOCK_TIMEOUT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    failure = f"{path}:{line}: block did not finish in {BLOCK_TIMEOUT_SECONDS} s"
+                    break
+            ran += 1
+            if result.returncode != 0:
+                # psql names the temporary file and the line in it: make that the document's.
+                def in_document(match):
+                    return f"{path}:{line + int(match.group(1))}:"
+                message = re.sub(r"^psql:[^\n:]*:(\d+):", in_document, result.stderr.strip(),
+                                 flags=re.M)
+                failure = f"{path}:{line}: block failed:\n{message}"
+                break
+    finally:
+        new_roles = set(admin("postgres", "SELECT rolname FROM pg_roles")) - roles_before
+        for role in sorted(new_roles):
+            admin(database, f'DROP OWNED BY "{role}"')
+        admin("postgres", f"DROP DATABASE {database}")
+        for role in sorted(new_roles):
+            admin("postgres", f'DROP ROLE "{role}"')
+    if failure:
+        print(failure)
+        return False
+    print(f"{path}: {ran} sql blocks ran, {templates} templates shown")
+    return True
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    results = [check_document(path, n) for n, path in enumerate(sys.argv[1:], 1)]
+    sys.exit(0 if all(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
