@@ -91,7 +91,7 @@ run_citus() {
     local citus_library
     citus_library="$("$pg_bindir/pg_config" --pkglibdir)/citus.so"
     if [ ! -e "$citus_library" ]; then
-        echo "Citus suite skipped: Citus is not installed (no $(basename "$citus_library") in the PostgreSQL installation)"
+        echo "Citus suite skipped: Citus is not installed (no citus.so in the PostgreSQL installation)"
         return 0
     fi
     mkdir -p "$work/citus-tap" && chown "$cluster_user" "$work/citus-tap" 2>/dev/null

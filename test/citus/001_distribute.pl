@@ -40,15 +40,17 @@ is( $coordinator->safe_psql('postgres',
 	'both markers are in the distributed table');
 
 # claim and forget from the coordinator.
-is($coordinator->safe_psql('postgres', q{SELECT inbox.claim('orders', 'o-1')}), 't', 'claim: first copy');
-is($coordinator->safe_psql('postgres', q{SELECT inbox.claim('orders', 'o-1')}), 'f', 'claim: duplicate');
+my $claim = q{SELECT inbox.claim('orders', 'o-1')};
+is($coordinator->safe_psql('postgres', $claim), 't', 'claim: first copy');
+is($coordinator->safe_psql('postgres', $claim), 'f', 'claim: duplicate');
 is($coordinator->safe_psql('postgres', q{SELECT inbox.forget('orders', 'o-1')}), 't', 'forget');
 is($coordinator->safe_psql('postgres', q{SELECT inbox.forget('orders', 'o-1')}), 'f',
 	'forget of a marker that is gone');
 is($coordinator->safe_psql('postgres', q{SELECT inbox.claim('orders', 'o-1')}), 't',
 	'claim after forget: processed again');
 is( $coordinator->safe_psql('postgres',
-		q{SELECT count(*) FILTER (WHERE inbox.claim('orders', 'o-' || g)) FROM generate_series(1, 200) g}),
+		q{SELECT count(*) FILTER (WHERE inbox.claim('orders', 'o-' || g))
+          FROM generate_series(1, 200) g}),
 	'199', 'a claim per row of a query: every marker but the existing one is new');
 
 # The business data: accounts distributed by their own key (another co-location group), and a
@@ -80,16 +82,21 @@ my $apply = qq{SELECT inbox.apply('payments', '$payment', 'credit(jsonb)',
 my $balance = q{SELECT balance FROM accounts WHERE id = 1};
 my $marker = qq{SELECT count(*) FROM inbox.messages WHERE consumer = 'payments'
     AND message_id = '$payment'};
+sub marker_and_balance
+{
+	return join('|', map { $coordinator->safe_psql('postgres', $_) } $marker, $balance);
+}
 
-like( psql_error($coordinator, qq{SELECT inbox.apply('payments', '$payment', 'failing_credit(jsonb)',
-        '{"account": 1, "amount": 100}')}),
+like( psql_error($coordinator,
+		qq{SELECT inbox.apply('payments', '$payment', 'failing_credit(jsonb)',
+            '{"account": 1, "amount": 100}')}),
 	qr/^P0001: downstream refused/, 'apply: the handler error reaches the caller');
 is($coordinator->safe_psql('postgres', $marker), '0', 'and the marker went with the rollback');
 is($coordinator->safe_psql('postgres', $balance), '0', 'as did the credit');
 
 # Marker on one worker, account on the other: one transaction over two workers.
 $coordinator->safe_psql('postgres', "BEGIN; $apply; ROLLBACK;");
-is($coordinator->safe_psql('postgres', $marker) . '|' . $coordinator->safe_psql('postgres', $balance),
+is(marker_and_balance(),
 	'0|0', 'rolled back: neither the marker nor the credit');
 
 like( psql_error($coordinator, qq{BEGIN;
@@ -102,9 +109,10 @@ is($coordinator->safe_psql('postgres', $marker), '0', 'and the marker on the oth
 my $session = $coordinator->background_psql('postgres');
 my $pid = $session->query_safe('SELECT pg_backend_pid()');
 is($session->query_safe($apply), 't', 'apply over two workers: processed');
-is($coordinator->safe_psql('postgres', $marker) . '|' . $coordinator->safe_psql('postgres', $balance),
+is(marker_and_balance(),
 	'1|100', 'the marker and the credit both committed');
-is(remote_prepares($cluster, $pid), '2', 'with two-phase commit, one prepared transaction per worker');
+is(remote_prepares($cluster, $pid), '2',
+	'with two-phase commit, one prepared transaction per worker');
 is($session->query_safe($apply), 'f', 'the redelivery is a duplicate');
 $session->quit;
 is($coordinator->safe_psql('postgres', $balance), '100', 'credited once');

@@ -61,7 +61,8 @@ is("$error|$prepares", '|0', 'table owner, claim and a write on the same worker:
 
 TODO:
 {
-	local $TODO = 'issue 11 (4): the claim writes as the marker table\'s owner, over a connection of its own';
+	local $TODO =
+	  'issue 11 (4): the claim writes as the marker table\'s owner, over a connection of its own';
 	($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles-app', '$keys[1]');
         UPDATE invoices SET paid = paid + 1 WHERE id = '$keys[1]'});
 	is($error, '', 'application role, claim and co-located write: the transaction commits');

@@ -58,7 +58,8 @@ is( join(' ', on_nodes($cluster,
 	'0 0 0', 'no node\'s Citus metadata knows the marker table any more');
 TODO:
 {
-	local $TODO = 'issue 11 (5): Citus drops an extension\'s distributed table as if it were a partition';
+	local $TODO =
+	  'issue 11 (5): Citus drops an extension\'s distributed table as if it were a partition';
 	is(join(' ', map { shard_tables($_, 'inbox', 'messages') } @workers), '0 0',
 		'no shard of the marker table is left on the workers');
 }
