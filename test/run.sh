@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
 #   test/run.sh [SUITE ...]     (default: all of them)
-# SUITE: style lint unit regress isolation pgtap tap broker examples docs
+# SUITE: style lint unit regress isolation pgtap tap citus broker examples docs
 #
 # The suites never touch the system's PostgreSQL installation: every server starts from a
 # private copy of it with this tree's extension installed (private_install in
@@ -16,7 +16,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 system_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap broker examples docs)
+((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap citus broker examples docs)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -106,11 +106,27 @@ run_docs() {
         "${documents[@]#"$source_dir/"}")
 }
 
+# The Citus suite: a coordinator and two workers per test file (test/citus). It needs Citus
+# built and installed into the system's PostgreSQL (so that the private copy has it too);
+# without it the suite is skipped, and counts as passed.
+run_citus() {
+    local citus_library
+    citus_library="$("$pg_bindir/pg_config" --pkglibdir)/citus.so"
+    if [ ! -e "$citus_library" ]; then
+        echo "Citus suite skipped: Citus is not installed (no citus.so in the PostgreSQL installation)"
+        return 0
+    fi
+    mkdir -p "$work/citus-tap" && chown "$cluster_user" "$work/citus-tap" 2>/dev/null
+    (cd "$work" && as_cluster_user env PERL5LIB="$pgxs_dir/test/perl" \
+        PG_REGRESS="$pgxs_dir/test/regress/pg_regress" TESTDIR="$work/citus-tap" \
+        INBOX_SOURCE_DIR="$work" prove -I "$work/test/t" -I "$work/test/citus" "$work"/test/citus/*.pl)
+}
+
 # A backend that died of a signal is a failure even when every assertion passed. Tests that
 # kill a process on purpose write its pid to $TESTDIR/deliberate-kills.
 check_server_logs() {
     local allowed pattern found
-    allowed=$(cat "$work"/tap/deliberate-kills 2>/dev/null | sed 's/.*/(PID &)/' | paste -sd'|')
+    allowed=$(cat "$work"/tap/deliberate-kills "$work"/citus-tap/deliberate-kills 2>/dev/null | sed 's/.*/(PID &)/' | paste -sd'|')
     pattern='terminated by signal'
     found=$(grep -rh --include='*.log' "$pattern" "$work" 2>/dev/null |
         { if [ -n "$allowed" ]; then grep -Ev "$allowed"; else cat; fi; })
