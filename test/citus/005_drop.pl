@@ -68,6 +68,23 @@ TODO:
 is( join(' ', on_nodes($cluster, q{SELECT count(*) FROM pg_namespace WHERE nspname = 'inbox'})),
 	'1 1 1', 'the inbox schema stays on every node, as PostgreSQL keeps it on one');
 
+# Until no shard is left behind, a DBA drops the orphans by hand: CREATE EXTENSION refuses a
+# schema inbox that holds objects which are not the extension's.
+like(psql_error($coordinator, 'CREATE EXTENSION inbox'), qr/not part of the extension/,
+	'CREATE EXTENSION refuses the schema the orphaned shards are in');
+for my $worker (@workers)
+{
+	$worker->safe_psql('postgres', q{
+		DO $$
+		DECLARE shard regclass;
+		BEGIN
+			FOR shard IN SELECT c.oid FROM pg_class c
+			             WHERE c.relnamespace = 'inbox'::regnamespace AND c.relkind = 'r' LOOP
+				EXECUTE format('DROP TABLE %s', shard);
+			END LOOP;
+		END $$});
+}
+
 # Created again, and distributed by consumer this time.
 $coordinator->safe_psql('postgres', 'CREATE EXTENSION inbox');
 distribute_table($cluster, 'inbox.messages', 'consumer');
