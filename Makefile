@@ -13,7 +13,7 @@ PG_CONFIG ?= pg_config
 all:
 
 # C++17, warnings as errors in our own code; PostgreSQL headers are made -isystem below.
-PG_CXXFLAGS = -std=c++17 -Wno-register -Wextra -Werror -fno-omit-frame-pointer
+PG_CXXFLAGS = -std=c++20 -Wno-register -Wextra -Werror -fno-omit-frame-pointer
 SHLIB_LINK = -lstdc++
 
 # The LLVM bitcode step would compile our C++ with clang and PostgreSQL's C flags; JIT

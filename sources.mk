@@ -1,18 +1,22 @@
 # The one list of extension sources, read by both Makefile (PGXS) and CMakeLists.txt.
 INBOX_SOURCES = \
 	src/module.cpp \
+	src/settings.cpp \
 	src/pg/guard.cpp \
-	src/message_key.cpp \
-	src/marker_store.cpp \
-	src/apply.cpp \
+	src/pg/shared_memory.cpp \
+	src/pg/spi.cpp \
+	src/marker_table.cpp \
+	src/claim.cpp \
 	src/stats_table.cpp \
-	src/claim_stats.cpp \
+	src/stats_pending.cpp \
 	src/stats_functions.cpp \
 	src/upsert_statement.cpp \
-	src/upsert_plan_cache.cpp \
+	src/upsert_table.cpp \
+	src/upsert_parameters.cpp \
+	src/upsert_plan.cpp \
 	src/upsert.cpp \
-	src/purge_settings.cpp \
 	src/purge.cpp \
 	src/purge_schedule.cpp \
-	src/worker_status.cpp \
+	src/purge_status.cpp \
+	src/purge_launcher.cpp \
 	src/purge_worker.cpp

@@ -1,7 +1,8 @@
-// Module initialisation: the library's identity and what it registers when loaded.
+// Module initialisation: the library's identity, and what it registers when it is loaded.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -9,14 +10,21 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
-#include "claim_stats.hpp"
-#include "purge_settings.hpp"
+#include "pg/shared_memory.hpp"
+#include "purge_status.hpp"
 #include "purge_worker.hpp"
+#include "settings.hpp"
+#include "stats_table.hpp"
 
 // Settings are defined before the prefix is reserved, or values from postgresql.conf are lost.
+// Shared memory and the purge launcher exist only when the library is preloaded.
 void _PG_init(void) {
-    claim_stats_init();
-    define_purge_settings();
-    register_purge_workers();
+    define_settings();
     MarkGUCPrefixReserved("inbox");
+    if (!process_shared_preload_libraries_in_progress) return;
+
+    request_stats_memory();
+    request_purge_status_memory();
+    pg::install_shared_memory();
+    register_purge_launcher();
 }

@@ -10,12 +10,10 @@ extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "access/htup_details.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
@@ -29,9 +27,10 @@ extern "C" {
 
 #include <cstring>
 
-#include "marker_store.hpp"
+#include "marker_table.hpp"
+#include "pg/spi.hpp"
 #include "purge.hpp"
-#include "purge_settings.hpp"
+#include "settings.hpp"
 
 namespace {
 
@@ -49,39 +48,41 @@ bool take_purge_lock(bool wait) {
     return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-// Locks inbox.messages for the batch, or reports that the extension is gone. Taking the lock
+// Locks the marker table for the batch, or reports that the extension is gone. Taking the lock
 // before any statement means a concurrent DROP EXTENSION either waits for this batch or has
 // committed, never fails it half-way.
 bool lock_marker_table() {
-    RangeVar* table = makeRangeVar(pstrdup("inbox"), pstrdup("messages"), -1);
-    return OidIsValid(
-        RangeVarGetRelidExtended(table, RowExclusiveLock, RVR_MISSING_OK, nullptr, nullptr));
+    return OidIsValid(find_marker_table(RowExclusiveLock));
 }
 
 // The first consumer in key order, and the first after $1: one descent of an index on consumer.
-MarkerStatement first_consumer = {
-    "SELECT pg_catalog.min(consumer) FROM inbox.messages", 0, {}, nullptr};
+MarkerStatement first_consumer = {.sql = "SELECT pg_catalog.min(consumer) FROM inbox.messages",
+                                  .nargs = 0,
+                                  .argtypes = {},
+                                  .plan = nullptr};
 MarkerStatement next_consumer = {
-    "SELECT pg_catalog.min(consumer) FROM inbox.messages "
-    "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE pg_catalog.\"C\"",
-    1,
-    {TEXTOID},
-    nullptr};
+    .sql =
+        "SELECT pg_catalog.min(consumer) FROM inbox.messages "
+        "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE pg_catalog.\"C\"",
+    .nargs = 1,
+    .argtypes = {TEXTOID},
+    .plan = nullptr};
 
 // Up to $3 of consumer $1's markers processed before $2, oldest first, deleted by primary key.
 // processed_at is checked again on the row that is deleted, in case it changed meanwhile.
 MarkerStatement delete_expired = {
-    "DELETE FROM inbox.messages "
-    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
-    "AND processed_at OPERATOR(pg_catalog.<) $2 "
-    "AND message_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-    "SELECT message_id FROM inbox.messages "
-    "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
-    "AND processed_at OPERATOR(pg_catalog.<) $2 "
-    "ORDER BY processed_at LIMIT $3))",
-    3,
-    {TEXTOID, TIMESTAMPTZOID, INT8OID},
-    nullptr};
+    .sql =
+        "DELETE FROM inbox.messages "
+        "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
+        "AND processed_at OPERATOR(pg_catalog.<) $2 "
+        "AND message_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+        "SELECT message_id FROM inbox.messages "
+        "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
+        "AND processed_at OPERATOR(pg_catalog.<) $2 "
+        "ORDER BY processed_at LIMIT $3))",
+    .nargs = 3,
+    .argtypes = {TEXTOID, TIMESTAMPTZOID, INT8OID},
+    .plan = nullptr};
 
 // Where the walk over consumers stands. The table itself does not limit a consumer's length
 // (the owner may have written any), so the name is kept whole, in memory of the purge's own that
@@ -120,7 +121,7 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
     BatchEnd end = BatchEnd::full;
     *deleted = 0;
     PushActiveSnapshot(GetTransactionSnapshot());
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    pg::spi_connect();
     while (*deleted < run->batch_size) {
         if (past(run->deadline)) {
             end = BatchEnd::out_of_time;
@@ -235,7 +236,12 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_purge);
 PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
     bool nonatomic = called_nonatomic(fcinfo);
-    PurgeRun run = {purge_cutoff_now(), purge_batch_size, true, nullptr, 0, nullptr};
+    PurgeRun run = {.cutoff = purge_cutoff_now(),
+                    .batch_size = purge_batch_size,
+                    .wait_for_turn = true,
+                    .commit = nullptr,
+                    .deadline = 0,
+                    .after_batch = nullptr};
     if (nonatomic) {
         if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
             elog(ERROR, "SPI_connect_ext failed");

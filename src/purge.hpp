@@ -29,7 +29,7 @@ struct PurgeRun {
     // commit it and start the next transaction; the loop then pauses before the next batch.
     void (*commit)();
     TimestampTz deadline;  // 0: no limit
-    // Optional: called after each batch (the worker reports progress and reloads settings).
+    // Optional: called after each batch (the worker reports its progress).
     void (*after_batch)(const PurgeProgress* progress);
 };
 

@@ -9,6 +9,9 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
+#include "pg/arguments.hpp"
+#include "pg/spi.hpp"
+
 namespace {
 
 // One job per database and role; scheduling again replaces its schedule (pg_cron upserts by
@@ -29,7 +32,7 @@ void require_pg_cron() {
 // Runs a one-row, one-column query on pg_cron's functions; false when it returned no row.
 bool run_cron_query(const char* sql, int nargs, Oid* argtypes, Datum* values, Datum* result,
                     bool* isnull) {
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    pg::spi_connect();
     int rc = SPI_execute_with_args(sql, nargs, argtypes, values, nullptr, false, 0);
     if (rc != SPI_OK_SELECT) elog(ERROR, "\"%s\" failed: %s", sql, SPI_result_code_string(rc));
     bool found = SPI_processed > 0;
@@ -47,10 +50,7 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_schedule_purge);
 PGDLLEXPORT Datum inbox_schedule_purge(PG_FUNCTION_ARGS) {
-    if (PG_ARGISNULL(0))
-        ereport(ERROR,
-                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("schedule must not be NULL"),
-                 errhint("Give a cron schedule such as '0 3 * * *'.")));
+    pg::require_argument(fcinfo, 0, "schedule", "Give a cron schedule such as '0 3 * * *'.");
     require_pg_cron();
     Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
     Datum values[3] = {CStringGetTextDatum(job_name), PG_GETARG_DATUM(0),

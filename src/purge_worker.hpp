@@ -1,7 +1,28 @@
-// The purge workers: a launcher that finds the databases with the extension, and a short-lived
-// worker per database and cycle that runs the same batches as CALL inbox.purge().
+// The purge processes: a launcher (purge_launcher.cpp) that finds the databases and, every
+// inbox.purge_interval, starts a short-lived worker per database (purge_worker.cpp) that runs
+// the same batches as CALL inbox.purge().
 #pragma once
 
-// From _PG_init: while the library is being preloaded, registers the launcher and the shared
-// memory of inbox.workers; otherwise does nothing.
-void register_purge_workers();
+extern "C" {
+#include "postgres.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "tcop/tcopprot.h"
+
+PGDLLEXPORT void inbox_purge_launcher_main(Datum);
+PGDLLEXPORT void inbox_purge_worker_main(Datum database);
+}
+
+// backend_type and application_name of the processes, as pg_stat_activity shows them.
+constexpr const char* purge_launcher_type = "inbox purge launcher";
+constexpr const char* purge_worker_type = "inbox purge worker";
+
+// SIGTERM ends the process at once; SIGHUP asks for a reload.
+inline void take_purge_process_signals() {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+}
+
+// From _PG_init, while shared_preload_libraries is processed: registers the launcher.
+void register_purge_launcher();

@@ -18,9 +18,9 @@ extern "C" {
 #include <cerrno>
 #include <cstring>
 
+#include "pg/shared_memory.hpp"
+#include "settings.hpp"
 #include "stats_table.hpp"
-
-int stats_max_consumers = 1000;
 
 namespace {
 
@@ -28,7 +28,8 @@ namespace {
 // from the spare shared memory PostgreSQL keeps.
 constexpr int reserved_database_rows = 64;
 
-constexpr const char* tranche_name = "inbox_stats";
+// The segment and its LWLock tranche.
+constexpr const char* segment_name = "inbox_stats";
 
 // Written at clean shutdown, read and removed at startup: a crash restart starts from zero.
 #define STATS_DUMP_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/inbox_stats.stat"
@@ -63,8 +64,6 @@ struct DumpedEntry {
 
 StatsShared* shared = nullptr;
 HTAB* table = nullptr;
-shmem_request_hook_type previous_shmem_request = nullptr;
-shmem_startup_hook_type previous_shmem_startup = nullptr;
 
 StatsKey make_key(Oid database, const char* consumer, std::size_t len) {
     StatsKey key;
@@ -207,21 +206,16 @@ void load_counters() {
     unlink(STATS_DUMP_FILE);
 }
 
-void request_shared_memory() {
-    if (previous_shmem_request != nullptr) previous_shmem_request();
-    RequestAddinShmemSpace(add_size(MAXALIGN(sizeof(StatsShared)),
-                                    hash_estimate_size(table_capacity(), sizeof(StatsEntry))));
-    RequestNamedLWLockTranche(tranche_name, 1);
+Size segment_size() {
+    return add_size(MAXALIGN(sizeof(StatsShared)),
+                    hash_estimate_size(table_capacity(), sizeof(StatsEntry)));
 }
 
-void attach_shared_memory() {
-    if (previous_shmem_startup != nullptr) previous_shmem_startup();
-
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+void attach_segment() {
     bool found;
-    shared = static_cast<StatsShared*>(ShmemInitStruct("inbox stats", sizeof(StatsShared), &found));
+    shared = static_cast<StatsShared*>(ShmemInitStruct(segment_name, sizeof(StatsShared), &found));
     if (!found) {
-        shared->lock = &GetNamedLWLockTranche(tranche_name)->lock;
+        shared->lock = &GetNamedLWLockTranche(segment_name)->lock;
         shared->consumer_entries = 0;
         shared->counting_since = 0;
     }
@@ -230,20 +224,25 @@ void attach_shared_memory() {
     info.entrysize = sizeof(StatsEntry);
     table = ShmemInitHash("inbox stats hash", table_capacity(), table_capacity(), &info,
                           HASH_ELEM | HASH_BLOBS);
-    LWLockRelease(AddinShmemInitLock);
-
-    if (IsUnderPostmaster) return;
-    on_shmem_exit(save_counters, (Datum)0);
-    if (!found) load_counters();
 }
+
+// In the postmaster: counters saved at the last clean shutdown come back, and are saved at the
+// next one.
+void after_startup() {
+    on_shmem_exit(save_counters, (Datum)0);
+    load_counters();
+}
+
+constexpr pg::SharedSegment segment = {.name = segment_name,
+                                       .size = segment_size,
+                                       .lwlocks = 1,
+                                       .attach = attach_segment,
+                                       .after_startup = after_startup};
 
 }  // namespace
 
-void stats_table_install_hooks() {
-    previous_shmem_request = shmem_request_hook;
-    shmem_request_hook = request_shared_memory;
-    previous_shmem_startup = shmem_startup_hook;
-    shmem_startup_hook = attach_shared_memory;
+void request_stats_memory() {
+    pg::request_shared_segment(&segment);
 }
 
 bool stats_table_available() {

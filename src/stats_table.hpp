@@ -16,9 +16,6 @@ extern "C" {
 
 #include "message_key.hpp"
 
-// inbox.max_consumers: tracked consumers, all databases together (postmaster setting).
-extern int stats_max_consumers;
-
 struct StatsCounters {
     int64 applied;
     int64 duplicates;
@@ -39,8 +36,8 @@ struct StatsSnapshot {
     TimestampTz counting_since;  // last reset of the database, or when counting began
 };
 
-// Installs the shared-memory hooks; only while shared_preload_libraries is being processed.
-void stats_table_install_hooks();
+// Asks for the shared table; from _PG_init, while shared_preload_libraries is processed.
+void request_stats_memory();
 
 // True once the shared table exists in this process (library preloaded).
 bool stats_table_available();

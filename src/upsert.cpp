@@ -2,7 +2,7 @@
 //
 // They run with the caller's privileges (no SECURITY DEFINER, no user switch), so GRANTs and
 // row-level security apply exactly as to the same statement written by hand. The arguments are
-// checked here; the write itself is a kept plan (upsert_plan_cache.hpp), fed values converted by
+// checked here; the write itself is a kept plan (upsert_plan.hpp), fed values converted by
 // each column type's own input function.
 extern "C" {
 #include "postgres.h"
@@ -12,15 +12,10 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
-#include "upsert_plan_cache.hpp"
+#include "pg/arguments.hpp"
+#include "upsert_plan.hpp"
 
 namespace {
-
-void require_argument(FunctionCallInfo fcinfo, int argument, const char* name) {
-    if (PG_ARGISNULL(argument))
-        ereport(ERROR,
-                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", name)));
-}
 
 // Locks the table as the write will (so that no ALTER TABLE runs under us, and pending
 // invalidations arrive before the cache is consulted), then reads its facts.
@@ -126,9 +121,9 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_upsert_versioned);
 PGDLLEXPORT Datum inbox_upsert_versioned(PG_FUNCTION_ARGS) {
-    require_argument(fcinfo, 0, "target");
-    require_argument(fcinfo, 1, "state");
-    require_argument(fcinfo, 2, "version_column");
+    pg::require_argument(fcinfo, 0, "target");
+    pg::require_argument(fcinfo, 1, "state");
+    pg::require_argument(fcinfo, 2, "version_column");
     Jsonb* state = PG_GETARG_JSONB_P(1);
     TargetTable* table = open_target_table(PG_GETARG_OID(0));
     AttrNumber version = version_column(table, NameStr(*PG_GETARG_NAME(2)));
@@ -140,8 +135,8 @@ PGDLLEXPORT Datum inbox_upsert_versioned(PG_FUNCTION_ARGS) {
 
 PG_FUNCTION_INFO_V1(inbox_insert_once);
 PGDLLEXPORT Datum inbox_insert_once(PG_FUNCTION_ARGS) {
-    require_argument(fcinfo, 0, "target");
-    require_argument(fcinfo, 1, "row");
+    pg::require_argument(fcinfo, 0, "target");
+    pg::require_argument(fcinfo, 1, "row");
     Jsonb* row = PG_GETARG_JSONB_P(1);
     TargetTable* table = open_target_table(PG_GETARG_OID(0));
     IncomingRow incoming = read_row(table, row, "row", InvalidAttrNumber);

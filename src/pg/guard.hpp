@@ -5,8 +5,9 @@
 //
 //  - pg::guarded(f) runs a PostgreSQL call while C++ objects with destructors are alive; an
 //    ereport(ERROR) inside it becomes a pg::Error exception carrying the original ErrorData.
-//  - pg::sql_entry(f) is the body of every SQL-callable function that runs C++ code: it turns
-//    any exception back into ereport(ERROR) once every C++ object of the call is destroyed.
+//  - pg::run_cpp(f) runs C++ code from PostgreSQL's world (an SQL function, a C-style caller):
+//    any exception comes back as ereport(ERROR), raised once every C++ object of f is
+//    destroyed, with the original SQLSTATE when it was a pg::Error.
 #pragma once
 
 extern "C" {
@@ -22,7 +23,7 @@ extern "C" {
 
 namespace pg {
 
-// A PostgreSQL error caught by guarded(), rethrown intact at the SQL boundary.
+// A PostgreSQL error caught by guarded(), rethrown intact by run_cpp().
 class Error : public std::exception {
   public:
     explicit Error(ErrorData* data) : data_(data) {}
@@ -33,12 +34,33 @@ class Error : public std::exception {
     ErrorData* data_;  // palloc'd in the memory context that was current at the call
 };
 
+namespace detail {
+// PG_TRY installs its jump buffer as PG_exception_stack and restores it in PG_END_TRY, which a
+// C++ exception thrown inside skips. This puts back what was there, on every way out.
+class ErrorStackRestorer {
+  public:
+    ErrorStackRestorer()
+        : exception_stack_(PG_exception_stack), context_stack_(error_context_stack) {}
+    ~ErrorStackRestorer() {
+        PG_exception_stack = exception_stack_;
+        error_context_stack = context_stack_;
+    }
+    ErrorStackRestorer(const ErrorStackRestorer&) = delete;
+    ErrorStackRestorer& operator=(const ErrorStackRestorer&) = delete;
+
+  private:
+    sigjmp_buf* exception_stack_;
+    ErrorContextCallback* context_stack_;
+};
+}  // namespace detail
+
 template <typename F>
 auto guarded(F&& call) -> decltype(call()) {
     using Result = decltype(call());
     static_assert(std::is_void<Result>::value || std::is_trivially_copyable<Result>::value,
                   "guarded() returns plain values: pointers, Datums, scalars");
     MemoryContext caller_context = CurrentMemoryContext;
+    detail::ErrorStackRestorer restorer;
     ErrorData* volatile error = nullptr;  // assigned in PG_CATCH, read after the longjmp
     // volatile: assigned inside PG_TRY and read after a possible longjmp
     typename std::conditional<std::is_void<Result>::value, int, Result>::type volatile result{};
@@ -77,7 +99,7 @@ const char* keep_message(const char* message) noexcept;
 }  // namespace detail
 
 template <typename F>
-Datum sql_entry(F&& body) {
+auto run_cpp(F&& body) -> decltype(body()) {
     detail::PendingError pending;
     try {
         return body();

@@ -6,10 +6,6 @@ extern "C" {
 #include "postgres.h"
 }
 
-// Defines the statistics settings and, while shared_preload_libraries is processed, reserves
-// the shared table. Called from _PG_init.
-void claim_stats_init();
-
 // Counts one claim of `consumer` whose answer was `inserted`, and returns that answer, so that
 // the call wraps the claim. O(1) and allocation-free in the common case; never raises an error.
 bool count_claim(text* consumer, bool inserted);

@@ -1,11 +1,10 @@
 // The purge workers' status in shared memory (its own segment and named LWLock tranche), and
-// the function behind the inbox.workers view.
+// the function behind the inbox.workers view. See purge_status.hpp.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
@@ -14,12 +13,13 @@ extern "C" {
 
 #include <cstring>
 
-#include "worker_status.hpp"
+#include "pg/shared_memory.hpp"
+#include "purge_status.hpp"
 
 namespace {
 
-constexpr const char* segment_name = "inbox purge workers";
-constexpr const char* tranche_name = "inbox_purge_workers";
+// The segment and its LWLock tranche.
+constexpr const char* segment_name = "inbox_purge_workers";
 // Databases with the extension whose workers can report at once; beyond it they still purge.
 constexpr int max_worker_slots = 512;
 
@@ -50,27 +50,26 @@ struct WorkerStatus {
 };
 
 WorkerStatus* status = nullptr;
-shmem_request_hook_type previous_request_hook = nullptr;
-shmem_startup_hook_type previous_startup_hook = nullptr;
 
-void request_memory() {
-    if (previous_request_hook != nullptr) previous_request_hook();
-    RequestAddinShmemSpace(sizeof(WorkerStatus));
-    RequestNamedLWLockTranche(tranche_name, 1);
+Size segment_size() {
+    return sizeof(WorkerStatus);
 }
 
-void attach_memory() {
-    if (previous_startup_hook != nullptr) previous_startup_hook();
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+void attach_segment() {
     bool found = false;
     status =
         static_cast<WorkerStatus*>(ShmemInitStruct(segment_name, sizeof(WorkerStatus), &found));
     if (!found) {
         std::memset(status, 0, sizeof(WorkerStatus));
-        status->lock = &(GetNamedLWLockTranche(tranche_name))->lock;
+        status->lock = &(GetNamedLWLockTranche(segment_name))->lock;
     }
-    LWLockRelease(AddinShmemInitLock);
 }
+
+constexpr pg::SharedSegment segment = {.name = segment_name,
+                                       .size = segment_size,
+                                       .lwlocks = 1,
+                                       .attach = attach_segment,
+                                       .after_startup = nullptr};
 
 // Callers hold the lock.
 WorkerSlot* find_slot(Oid database) {
@@ -114,11 +113,8 @@ void update_slot(Oid database, bool create, Update update) {
 
 }  // namespace
 
-void request_worker_status_memory() {
-    previous_request_hook = shmem_request_hook;
-    shmem_request_hook = request_memory;
-    previous_startup_hook = shmem_startup_hook;
-    shmem_startup_hook = attach_memory;
+void request_purge_status_memory() {
+    pg::request_shared_segment(&segment);
 }
 
 void worker_starts(Oid database, bool standby) {

@@ -8,8 +8,8 @@ extern "C" {
 #include "datatype/timestamp.h"
 }
 
-// Asks for the segment and its lock (from _PG_init, while preloading).
-void request_worker_status_memory();
+// Asks for the segment and its lock; from _PG_init, while shared_preload_libraries is processed.
+void request_purge_status_memory();
 
 // A worker process starts serving `database` (which has the extension): idle, or standby when
 // the server is in recovery. Creates the database's slot on first use.

@@ -5,19 +5,17 @@ extern "C" {
 #include "postgres.h"
 #include "access/xact.h"
 #include "miscadmin.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 }
 
 #include <cstring>
 
-#include "claim_stats.hpp"
+#include "settings.hpp"
+#include "stats_pending.hpp"
 #include "stats_table.hpp"
 
 namespace {
-
-bool track_stats = true;
 
 // Applied claims of one consumer within one subtransaction, not yet committed.
 struct PendingApplied {
@@ -130,25 +128,10 @@ void add_pending(const char* consumer, std::size_t len) {
 
 }  // namespace
 
-void claim_stats_init() {
-    DefineCustomBoolVariable("inbox.track_stats", "Counts claims per consumer for inbox.stats.",
-                             "Off, claims are not counted; the counters keep their values.",
-                             &track_stats, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
-    // A postmaster setting can only be defined while the postmaster loads the library.
-    if (!process_shared_preload_libraries_in_progress) return;
-    DefineCustomIntVariable(
-        "inbox.max_consumers",
-        "Consumers whose claims are counted separately, all databases together.",
-        "Claims of further consumers are counted together, per database, in inbox.stats' row "
-        "with a NULL consumer.",
-        &stats_max_consumers, 1000, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    stats_table_install_hooks();
-}
-
 bool count_claim(text* consumer, bool inserted) {
     if (!track_stats || !stats_table_available()) return inserted;
     std::size_t len = VARSIZE_ANY_EXHDR(consumer);
-    Assert(len > 0 && len <= inbox::max_consumer_bytes);  // require_marker_key checked it
+    Assert(len > 0 && len <= inbox::max_consumer_bytes);  // the claim validated its key
     if (inserted)
         add_pending(VARDATA_ANY(consumer), len);
     else

@@ -1,0 +1,25 @@
+#include "pg/spi.hpp"
+
+namespace pg {
+
+void spi_connect() {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+}
+
+SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes) {
+    spi_connect();
+    SPIPlanPtr plan = SPI_prepare(sql, nargs, const_cast<Oid*>(argtypes));
+    if (plan == nullptr)
+        elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+    SPI_keepplan(plan);
+    SPI_finish();
+    return plan;
+}
+
+int execute_plan(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls) {
+    int rc = SPI_execute_plan(plan, const_cast<Datum*>(values), nulls, false, 0);
+    if (rc < 0) elog(ERROR, "\"%s\" failed: %s", sql, SPI_result_code_string(rc));
+    return rc;
+}
+
+}  // namespace pg

@@ -1,0 +1,23 @@
+// Every setting of the extension (inbox.*), defined in one place.
+#pragma once
+
+// Seconds a marker is kept after processed_at (inbox.retention).
+extern int purge_retention_s;
+// Markers deleted per batch (one transaction each when the purge commits between batches).
+extern int purge_batch_size;
+// Milliseconds between two purge cycles of a database's worker.
+extern int purge_interval_ms;
+// Whether the workers purge (the launcher follows the server-wide value, a database can opt out).
+extern bool purge_worker_enabled;
+// The level of the message a worker logs for each cycle that deleted something (LOG or DEBUG1).
+extern int purge_log_level;
+// Whether claims are counted for inbox.stats.
+extern bool track_stats;
+// Consumers with counters of their own, all databases together (postmaster setting; defined
+// only when the library is preloaded).
+extern int stats_max_consumers;
+
+// From _PG_init, before the prefix is reserved: every setting is defined whenever the library
+// is loaded (so that CALL inbox.purge() follows them without the preload too), the postmaster
+// ones only while shared_preload_libraries is processed.
+void define_settings();
