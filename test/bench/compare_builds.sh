@@ -56,7 +56,7 @@ cat >"$work/apply.sql" <<'SCRIPT'
 \set c random(1, 4)
 \set account random(1, 1000)
 SELECT inbox.apply('consumer-' || :c, md5(random()::text || clock_timestamp()::text),
-                   'credit(jsonb)', jsonb_build_object('account', :account, 'amount', 1));
+                   'credit(jsonb)', jsonb_build_object('account', :account::int, 'amount', 1));
 SCRIPT
 chmod 644 "$work"/*.sql
 

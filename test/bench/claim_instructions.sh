@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Instructions per call of inbox.claim and inbox.apply (everything they run: validation, SPI,
+# the executor's insert, counting), this tree against another commit, counted by callgrind in a
+# single-user backend. Instruction counts do not depend on the machine's load, so one run of
+# each build is a fair comparison where throughput on a shared machine is not.
+#   test/bench/claim_instructions.sh BASE_REV [calls]
+set -euo pipefail
+base_rev=${1:?usage: claim_instructions.sh BASE_REV [calls]}
+calls=${2:-20000}
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+chmod 711 "$work"
+source "$source_dir/scripts/cluster.sh"
+trap '[ -n "${KEEP:-}" ] || git -C "$source_dir" worktree remove --force "$work/base/tree" 2>/dev/null; rm -rf "$work"' EXIT
+
+# Runs the statements of stdin in a single-user backend of SIDE, under callgrind when a function
+# to count is given; prints that function's inclusive instruction count.
+single_user() {
+    local side=$1 function=${2:-}
+    local bindir=$work/$side/bindir
+    if [ -z "$function" ]; then
+        as_cluster_user "$bindir/postgres" --single -D "$work/$side/data" -j postgres >/dev/null
+        return
+    fi
+    as_cluster_user env TMPDIR="$work/$side" valgrind --tool=callgrind --callgrind-out-file="$work/$side/$function.out" \
+        --toggle-collect="$function" "$bindir/postgres" --single -D "$work/$side/data" -j \
+        postgres >"$work/$side/$function.log" 2>&1 || { cat "$work/$side/$function.log" >&2; return 1; }
+    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/$side/$function.out"
+}
+
+prepare_side() {
+    local side=$1 tree=$2
+    mkdir -p "$work/$side"
+    make -s -C "$tree" >/dev/null
+    private_install "$work/$side/root" "$tree"
+    ln -s "$private_bindir" "$work/$side/bindir"
+    chown -R "$cluster_user" "$work/$side" 2>/dev/null || true
+    as_cluster_user "$private_bindir/initdb" -D "$work/$side/data" -A trust -U postgres \
+        --no-sync >/dev/null
+    single_user "$side" <<'SQL'
+CREATE EXTENSION inbox;
+CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
+INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
+CREATE FUNCTION credit(payload jsonb) RETURNS void LANGUAGE sql AS $$ UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint WHERE id = (payload ->> 'account')::int $$;
+SQL
+}
+
+git -C "$source_dir" worktree add --detach "$work/base/tree" "$base_rev" >/dev/null 2>&1
+prepare_side base "$work/base/tree"
+prepare_side head "$source_dir"
+
+for side in base head; do
+    claim=$(single_user "$side" inbox_claim <<SQL
+SELECT count(*) FILTER (WHERE inbox.claim('c', 'claim-' || g)) FROM generate_series(1, $calls) g;
+SQL
+    )
+    duplicate=$(single_user "$side" inbox_claim <<SQL
+SELECT count(*) FILTER (WHERE inbox.claim('c', 'claim-' || g)) FROM generate_series(1, $calls) g;
+SQL
+    )
+    apply=$(single_user "$side" inbox_apply <<SQL
+SELECT count(*) FILTER (WHERE inbox.apply('c', 'apply-' || g, 'credit(jsonb)', jsonb_build_object('account', g % 1000 + 1, 'amount', 1))) FROM generate_series(1, $calls) g;
+SQL
+    )
+    eval "${side}_claim=\$((claim / calls)) ${side}_duplicate=\$((duplicate / calls)) ${side}_apply=\$((apply / calls))"
+done
+for what in claim duplicate apply; do
+    b=$(eval echo "\$base_$what"); h=$(eval echo "\$head_$what")
+    printf '%-9s instructions per call: base %s, head %s, head / base %s\n' "$what" "$b" "$h" \
+        "$(awk -v h="$h" -v b="$b" 'BEGIN { printf "%.3f", h / b }')"
+done
