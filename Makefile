@@ -13,8 +13,11 @@ PG_CONFIG ?= pg_config
 all:
 
 # C++17, warnings as errors in our own code; PostgreSQL headers are made -isystem below.
-PG_CXXFLAGS = -std=c++20 -Wno-register -Wextra -Werror -fno-omit-frame-pointer
+PG_CXXFLAGS = -std=c++20 -Wno-register -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 SHLIB_LINK = -lstdc++
+
+# Objects are rebuilt when a header they include changes (PGXS tracks no header dependencies).
+-include $(OBJS:.o=.d)
 
 # The LLVM bitcode step would compile our C++ with clang and PostgreSQL's C flags; JIT
 # inlining of these functions buys nothing, so it is off.

@@ -5,7 +5,10 @@ INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
+	src/message_key.cpp \
 	src/marker_table.cpp \
+	src/consumer_registry.cpp \
+	src/marker_forms.cpp \
 	src/claim.cpp \
 	src/stats_table.cpp \
 	src/stats_pending.cpp \

@@ -1,4 +1,9 @@
--- inbox 1.0 -> 1.1
+-- inbox 1.0 -> 1.1: the compact marker store.
+--
+-- The markers of 1.0's table inbox.messages move into inbox.markers, their consumers into
+-- inbox.consumer_registry, and inbox.messages becomes a view with the same columns. Claims wait
+-- for the update (the table is locked against writes at once) and go on with the new store when
+-- it commits; every marker is kept. README, "Updating from 1.0", says how long it takes.
 \echo Use "ALTER EXTENSION inbox UPDATE TO '1.1'" to load this file. \quit
 
 -- The schema must be the installing role's own. A schema "inbox" that someone else prepared
@@ -110,18 +115,90 @@ BEGIN
 END
 $guard$;
 
--- Every name in the view qualified. CREATE OR REPLACE keeps the grants made on 1.0's view.
-CREATE OR REPLACE VIEW inbox.stats AS
-WITH RECURSIVE
--- The distinct consumers of the markers, one index descent each (a "skip scan").
-marker_consumers(consumer) AS (
+LOCK TABLE inbox.messages IN EXCLUSIVE MODE;
+
+CREATE SEQUENCE inbox.consumer_registry_id_seq AS smallint MINVALUE 1 MAXVALUE 32767 NO CYCLE;
+
+CREATE TABLE inbox.consumer_registry (
+    id            smallint NOT NULL
+                  DEFAULT pg_catalog.nextval('inbox.consumer_registry_id_seq'::pg_catalog.regclass),
+    name          text COLLATE pg_catalog."C" NOT NULL,
+    retention     interval,
+    max_attempts  integer,
+    registered_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT consumer_registry_pkey PRIMARY KEY (id),
+    CONSTRAINT consumer_registry_name_key UNIQUE (name),
+    CONSTRAINT consumer_registry_retention_check
+        CHECK (retention OPERATOR(pg_catalog.>=) '1 s'::pg_catalog.interval),
+    CONSTRAINT consumer_registry_max_attempts_check
+        CHECK (max_attempts OPERATOR(pg_catalog.>=) 1)
+);
+ALTER SEQUENCE inbox.consumer_registry_id_seq OWNED BY inbox.consumer_registry.id;
+COMMENT ON TABLE inbox.consumer_registry IS
+    'One row per consumer that has claimed or been configured: its id in inbox.markers and its settings.';
+
+CREATE TABLE inbox.markers (
+    time_bucket integer NOT NULL,
+    consumer_id smallint NOT NULL,
+    time_offset pg_catalog."char" NOT NULL,
+    message_key bytea NOT NULL
+);
+ALTER TABLE inbox.markers ALTER COLUMN message_key SET STORAGE PLAIN;
+COMMENT ON TABLE inbox.markers IS
+    'Markers of processed messages, compact; read them through the view inbox.messages.';
+
+-- Markers are user data: pg_dump includes them, with the registry that names their consumers.
+SELECT pg_catalog.pg_extension_config_dump('inbox.consumer_registry', '');
+SELECT pg_catalog.pg_extension_config_dump('inbox.consumer_registry_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('inbox.markers', '');
+
+-- The stored forms of a message id and of a time (C, immutable), for the owner's writes through
+-- inbox.messages and the update from 1.0. The views read them back with pg_catalog's functions
+-- only, so that a role allowed to read a view needs no EXECUTE on functions of ours.
+CREATE FUNCTION inbox.message_key(message_id text) RETURNS bytea
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'inbox_message_key';
+CREATE FUNCTION inbox.marker_time_bucket(processed_at timestamptz) RETURNS integer
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'inbox_marker_time_bucket';
+CREATE FUNCTION inbox.marker_time_offset(processed_at timestamptz) RETURNS pg_catalog."char"
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'inbox_marker_time_offset';
+-- The id of a consumer, registered when new (any name the registry can hold: it serves the
+-- owner's own writes through inbox.messages).
+CREATE FUNCTION inbox.consumer_id(consumer text) RETURNS smallint
+LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE AS 'MODULE_PATHNAME', 'inbox_consumer_id';
+
+
+-- The consumers, each found by one descent of 1.0's index (consumer, processed_at), registered
+-- in name order, with their oldest marker's time as the time of their registration.
+WITH RECURSIVE consumers(consumer) AS (
     (SELECT m.consumer FROM inbox.messages m ORDER BY m.consumer LIMIT 1)
     UNION ALL
     SELECT (SELECT m.consumer FROM inbox.messages m
             WHERE m.consumer OPERATOR(pg_catalog.>) c.consumer ORDER BY m.consumer LIMIT 1)
-    FROM marker_consumers c WHERE c.consumer IS NOT NULL
-),
-counters AS (
+    FROM consumers c WHERE c.consumer IS NOT NULL
+)
+INSERT INTO inbox.consumer_registry (name, registered_at)
+SELECT c.consumer,
+       (SELECT pg_catalog.min(m.processed_at) FROM inbox.messages m
+        WHERE m.consumer OPERATOR(pg_catalog.=) c.consumer)
+FROM consumers c WHERE c.consumer IS NOT NULL ORDER BY c.consumer;
+
+INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key)
+SELECT inbox.marker_time_bucket(m.processed_at), r.id, inbox.marker_time_offset(m.processed_at),
+       inbox.message_key(m.message_id)
+FROM inbox.messages m
+JOIN inbox.consumer_registry r ON r.name OPERATOR(pg_catalog.=) m.consumer;
+
+-- Built after the load: one sort each, and leaf pages filled as densely as an index can be.
+ALTER TABLE inbox.markers ADD CONSTRAINT markers_pkey PRIMARY KEY (consumer_id, message_key);
+CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket);
+
+-- The statistics read the new store (CREATE OR REPLACE keeps the view's grants).
+-- One row per consumer in the registry or with counters, and a row with a NULL consumer for the
+-- claims of consumers beyond inbox.max_consumers, when there are any. Every part is an index
+-- descent, a bounded scan or a bounded sample, whatever the size of the inbox (README,
+-- "Monitoring").
+CREATE OR REPLACE VIEW inbox.stats AS
+WITH counters AS (
     SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
            k.last_duplicate_at, k.stats_reset
     FROM inbox.stats_counters() k
@@ -131,54 +208,31 @@ database_counters AS (
     SELECT * FROM counters WHERE consumer IS NULL
 ),
 consumers AS (
-    SELECT consumer FROM marker_consumers WHERE consumer IS NOT NULL
-    UNION
-    SELECT consumer FROM counters WHERE consumer IS NOT NULL
+    SELECT r.id, r.name AS consumer FROM inbox.consumer_registry r
+    UNION ALL
+    SELECT NULL::pg_catalog.int2, k.consumer FROM counters k
+    WHERE k.consumer IS NOT NULL
+      AND NOT EXISTS (SELECT FROM inbox.consumer_registry r
+                      WHERE r.name OPERATOR(pg_catalog.=) k.consumer)
 ),
--- The planner's view of the marker table: rows per page at the last ANALYZE times the pages now,
--- and the most common consumers with their frequencies in the ANALYZE sample.
-table_estimate AS (
-    SELECT CASE WHEN c.reltuples OPERATOR(pg_catalog.>=) 0 AND c.relpages OPERATOR(pg_catalog.>) 0
-                THEN c.reltuples OPERATOR(pg_catalog./) c.relpages
-                     OPERATOR(pg_catalog.*) (pg_catalog.pg_relation_size(c.oid)
-                        OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::pg_catalog.int4)
-           END AS total_rows
-    FROM pg_catalog.pg_class c
-    WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.messages'::pg_catalog.regclass
+-- The share, in percent, of the marker table's pages that a sample of about 1000 pages is (all
+-- of them in a smaller table).
+sample_size AS (
+    SELECT least(100::pg_catalog.float8, 100000::pg_catalog.float8
+               OPERATOR(pg_catalog./) greatest(1::pg_catalog.int8,
+                   pg_catalog.pg_relation_size('inbox.markers'::pg_catalog.regclass)
+                   OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::pg_catalog.int8))
+           AS percent
 ),
-consumer_statistics AS (
-    SELECT s.stanullfrac AS null_fraction, s.stadistinct AS distinct_values,
-           (CASE 1 WHEN s.stakind1 THEN s.stavalues1 WHEN s.stakind2 THEN s.stavalues2
-                   WHEN s.stakind3 THEN s.stavalues3 WHEN s.stakind4 THEN s.stavalues4
-                   WHEN s.stakind5 THEN s.stavalues5 END)::pg_catalog.text::pg_catalog.text[]
-               AS common_values,
-           CASE 1 WHEN s.stakind1 THEN s.stanumbers1 WHEN s.stakind2 THEN s.stanumbers2
-                  WHEN s.stakind3 THEN s.stanumbers3 WHEN s.stakind4 THEN s.stanumbers4
-                  WHEN s.stakind5 THEN s.stanumbers5 END AS common_frequencies
-    FROM pg_catalog.pg_statistic s
-    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) s.starelid
-                                  AND a.attnum OPERATOR(pg_catalog.=) s.staattnum
-    WHERE s.starelid OPERATOR(pg_catalog.=) 'inbox.messages'::pg_catalog.regclass
-      AND a.attname OPERATOR(pg_catalog.=) 'consumer'
-      AND NOT s.stainherit
-),
--- A consumer's share of the rows as the planner estimates it: its frequency in the sample, or
--- else an even share of what the common values leave.
-consumer_estimate AS (
-    SELECT c.consumer,
-           pg_catalog.round(t.total_rows OPERATOR(pg_catalog.*) coalesce(
-               s.common_frequencies[pg_catalog.array_position(s.common_values,
-                                                              c.consumer::pg_catalog.text COLLATE pg_catalog."C")],
-               (1 OPERATOR(pg_catalog.-) s.null_fraction
-                  OPERATOR(pg_catalog.-) coalesce((SELECT pg_catalog.sum(f)
-                                                   FROM pg_catalog.unnest(s.common_frequencies) f), 0))
-               OPERATOR(pg_catalog./) greatest(
-                   CASE WHEN s.distinct_values OPERATOR(pg_catalog.>=) 0 THEN s.distinct_values
-                        ELSE OPERATOR(pg_catalog.-) s.distinct_values OPERATOR(pg_catalog.*) t.total_rows END
-                   OPERATOR(pg_catalog.-) coalesce(pg_catalog.cardinality(s.common_values), 0),
-                   1)))::pg_catalog.int8
-               AS rows
-    FROM consumers c CROSS JOIN table_estimate t CROSS JOIN consumer_statistics s
+-- Markers per consumer in that sample, scaled to the whole table. Read only when a consumer has
+-- over 1000 markers.
+sampled AS MATERIALIZED (
+    SELECT s.consumer_id,
+           pg_catalog.count(*) OPERATOR(pg_catalog.*) 100
+               OPERATOR(pg_catalog./) (SELECT z.percent FROM sample_size z) AS markers
+    FROM inbox.markers s
+         TABLESAMPLE SYSTEM ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
+    GROUP BY s.consumer_id
 )
 SELECT c.consumer,
        coalesce(k.applied, untracked.none_counted) AS applied,
@@ -187,18 +241,29 @@ SELECT c.consumer,
            OPERATOR(pg_catalog./) nullif(coalesce(k.applied, untracked.none_counted)
                     OPERATOR(pg_catalog.+) coalesce(k.duplicates, untracked.none_counted), 0)
            AS duplicate_rate,
-       -- Exact up to 1000 markers (a bounded index scan), the planner's estimate above: the
-       -- estimated cost of the view stays far below jit_above_cost.
+       -- Exact up to 1000 markers (a bounded index scan), estimated from the sample above.
        CASE WHEN exact.markers OPERATOR(pg_catalog.<=) 1000 THEN exact.markers
-            WHEN e.rows IS NOT NULL THEN greatest(e.rows, 1001) END AS retained,
-       (SELECT pg_catalog.min(m.processed_at) FROM inbox.messages m
-        WHERE m.consumer OPERATOR(pg_catalog.=) c.consumer) AS oldest_processed_at,
+            ELSE greatest(1001::pg_catalog.int8,
+                          (SELECT pg_catalog.round(s.markers)::pg_catalog.int8
+                           FROM sampled s WHERE s.consumer_id OPERATOR(pg_catalog.=) c.id))
+       END AS retained,
+       -- The oldest bucket is one descent of the retention index; the oldest second is in it.
+       (SELECT '2000-01-01 00:00:00+00'::pg_catalog.timestamptz OPERATOR(pg_catalog.+)
+               (((m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
+                 OPERATOR(pg_catalog.+) pg_catalog.min(m.time_offset::pg_catalog.int4
+                                                       OPERATOR(pg_catalog.&) 255))::pg_catalog.float8
+                OPERATOR(pg_catalog.*) '1 s'::pg_catalog.interval)
+        FROM inbox.markers m
+        WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id
+          AND m.time_bucket OPERATOR(pg_catalog.=)
+              (SELECT pg_catalog.min(o.time_bucket) FROM inbox.markers o
+               WHERE o.consumer_id OPERATOR(pg_catalog.=) c.id)
+        GROUP BY m.time_bucket) AS oldest_processed_at,
        k.last_duplicate_at,
        d.stats_reset
 FROM consumers c
 LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
 LEFT JOIN database_counters d ON true
-LEFT JOIN consumer_estimate e ON e.consumer OPERATOR(pg_catalog.=) c.consumer
 -- A consumer without counters has had no counted claim since stats_reset, unless claims went
 -- to the untracked row: then its numbers are unknown.
 CROSS JOIN LATERAL (
@@ -207,7 +272,7 @@ CROSS JOIN LATERAL (
 ) untracked
 CROSS JOIN LATERAL (
     SELECT pg_catalog.count(*) AS markers
-    FROM (SELECT FROM inbox.messages m WHERE m.consumer OPERATOR(pg_catalog.=) c.consumer LIMIT 1001) bounded
+    FROM (SELECT FROM inbox.markers m WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id LIMIT 1001) bounded
 ) exact
 UNION ALL
 SELECT NULL, d.applied, d.duplicates,
@@ -216,3 +281,113 @@ SELECT NULL, d.applied, d.duplicates,
        NULL, NULL, d.last_duplicate_at, d.stats_reset
 FROM database_counters d
 WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0;
+COMMENT ON VIEW inbox.stats IS
+    'Per consumer: committed claims, duplicates, their rate, markers retained and the oldest.';
+
+
+-- The table becomes a view; what was granted on the table is granted on the view.
+ALTER TABLE inbox.messages RENAME TO messages_1_0;
+
+-- Back from the stored forms: 16 bytes are a UUID, 17 ending in a 0 byte a 16-byte id, anything
+-- else the id's bytes; the time is whole seconds since 2000-01-01 UTC, in 256-second buckets.
+CREATE VIEW inbox.messages AS
+SELECT r.name AS consumer,
+       CASE WHEN pg_catalog.length(m.message_key) OPERATOR(pg_catalog.=) 16
+            THEN pg_catalog.encode(m.message_key, 'hex')::pg_catalog.uuid::pg_catalog.text
+            WHEN pg_catalog.length(m.message_key) OPERATOR(pg_catalog.=) 17
+             AND pg_catalog.get_byte(m.message_key, 16) OPERATOR(pg_catalog.=) 0
+            THEN pg_catalog.convert_from(pg_catalog.substr(m.message_key, 1, 16),
+                                         pg_catalog.getdatabaseencoding())
+            ELSE pg_catalog.convert_from(m.message_key, pg_catalog.getdatabaseencoding())
+       END COLLATE pg_catalog."C" AS message_id,
+       -- (OPERATOR() forms all bind alike, left to right: every step is parenthesized)
+       '2000-01-01 00:00:00+00'::pg_catalog.timestamptz OPERATOR(pg_catalog.+)
+           ((((m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
+              OPERATOR(pg_catalog.+) (m.time_offset::pg_catalog.int4 OPERATOR(pg_catalog.&) 255))
+             )::pg_catalog.float8 OPERATOR(pg_catalog.*) '1 s'::pg_catalog.interval) AS processed_at
+FROM inbox.markers m
+JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) m.consumer_id;
+ALTER VIEW inbox.messages ALTER COLUMN processed_at SET DEFAULT pg_catalog.now();
+COMMENT ON VIEW inbox.messages IS
+    'Markers of processed messages: one row per (consumer, message_id), with the ids exactly as claimed.';
+
+-- The owner of the markers (and only he: nothing is granted) may write them through the view,
+-- as into 1.0's table: a migration from another inbox, a restore of selected markers, a test
+-- that ages markers. processed_at keeps whole seconds.
+CREATE FUNCTION inbox.write_messages() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        DELETE FROM inbox.markers m
+        USING inbox.consumer_registry r
+        WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
+          AND m.consumer_id OPERATOR(pg_catalog.=) r.id
+          AND m.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        IF TG_OP = 'DELETE' THEN
+            RETURN OLD;
+        END IF;
+    END IF;
+    IF NEW.consumer IS NULL OR NEW.message_id IS NULL OR NEW.processed_at IS NULL THEN
+        RAISE EXCEPTION 'a marker needs a consumer, a message_id and a processed_at'
+        USING ERRCODE = 'not_null_violation';
+    END IF;
+    INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key)
+    VALUES (inbox.marker_time_bucket(NEW.processed_at), inbox.consumer_id(NEW.consumer),
+            inbox.marker_time_offset(NEW.processed_at), inbox.message_key(NEW.message_id));
+    RETURN NEW;
+END $$;
+CREATE TRIGGER write_messages INSTEAD OF INSERT OR UPDATE OR DELETE ON inbox.messages
+    FOR EACH ROW EXECUTE FUNCTION inbox.write_messages();
+
+-- Consumers are never renamed or removed while markers may name them: their ids are cached by
+-- every backend (a new consumer gets a new id; TRUNCATE of both tables starts afresh).
+CREATE FUNCTION inbox.keep_consumer_ids() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION 'consumers cannot be renamed or removed from inbox.consumer_registry'
+    USING ERRCODE = 'object_in_use',
+          HINT = 'Their ids are in the markers. inbox.configure_consumer changes their settings.';
+END $$;
+CREATE TRIGGER keep_consumer_ids BEFORE DELETE OR UPDATE OF id, name ON inbox.consumer_registry
+    FOR EACH ROW EXECUTE FUNCTION inbox.keep_consumer_ids();
+
+CREATE VIEW inbox.consumers AS
+SELECT r.name AS consumer, r.retention, r.max_attempts, r.registered_at
+FROM inbox.consumer_registry r;
+COMMENT ON VIEW inbox.consumers IS
+    'One row per consumer that has claimed or been configured; a NULL retention means inbox.retention.';
+
+CREATE FUNCTION inbox.configure_consumer(consumer text, retention interval DEFAULT NULL,
+                                         max_attempts integer DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_configure_consumer';
+COMMENT ON FUNCTION inbox.configure_consumer(text, interval, integer) IS
+    'Sets a consumer''s own retention and failure limit (NULL: the defaults); registers it when new.';
+
+
+DO $grants$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT a.grantee, a.privilege_type, a.is_grantable
+             FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+             WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.messages_1_0'::pg_catalog.regclass
+               AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON inbox.messages TO %s%s', g.privilege_type,
+            CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$grants$;
+-- Out of the extension first: that also takes it out of the tables pg_dump dumps.
+ALTER EXTENSION inbox DROP TABLE inbox.messages_1_0;
+DROP TABLE inbox.messages_1_0;
+
+REVOKE ALL ON inbox.markers, inbox.consumer_registry, inbox.consumers FROM PUBLIC;
+REVOKE ALL ON SEQUENCE inbox.consumer_registry_id_seq FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.message_key(text),
+    inbox.marker_time_bucket(timestamptz), inbox.marker_time_offset(timestamptz), inbox.consumer_id(text),
+    inbox.write_messages(), inbox.keep_consumer_ids(),
+    inbox.configure_consumer(text, interval, integer) FROM PUBLIC;

@@ -9,6 +9,8 @@ extern "C" {
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "access/xact.h"
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -16,20 +18,18 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include "claim.hpp"
+#include "consumer_registry.hpp"
 #include "marker_table.hpp"
+#include "marker_time.hpp"
 #include "message_key.hpp"
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
 #include "stats_pending.hpp"
 
-namespace {
-
 // ---- keys ----------------------------------------------------------------------------------
 
-struct MarkerKey {
-    text* consumer;
-    text* message_id;
-};
+namespace {
 
 // Argument `argno` as text, or the contract's error for a NULL, empty or over-long key. `what`
 // names the argument in the message ("consumer", "message_id").
@@ -56,19 +56,66 @@ text* require_key_part(FunctionCallInfo fcinfo, int argno, const char* what,
     return key;
 }
 
-// Both keys of a marker-taking function, arguments 0 and 1.
-MarkerKey require_marker_key(FunctionCallInfo fcinfo) {
-    return MarkerKey{
-        .consumer = require_key_part(fcinfo, 0, "consumer", inbox::max_consumer_bytes),
-        .message_id = require_key_part(fcinfo, 1, "message_id", inbox::max_message_id_bytes)};
+}  // namespace
+
+text* require_consumer_key(FunctionCallInfo fcinfo, int argno) {
+    return require_key_part(fcinfo, argno, "consumer", inbox::max_consumer_bytes);
 }
+
+text* require_message_id(FunctionCallInfo fcinfo, int argno) {
+    return require_key_part(fcinfo, argno, "message_id", inbox::max_message_id_bytes);
+}
+
+namespace {
 
 // ---- markers -------------------------------------------------------------------------------
 
+struct MarkerKey {
+    text* consumer;
+    text* message_id;
+};
+
+// Both keys of a marker-taking function, arguments 0 and 1.
+MarkerKey require_marker_key(FunctionCallInfo fcinfo) {
+    return MarkerKey{.consumer = require_consumer_key(fcinfo, 0),
+                     .message_id = require_message_id(fcinfo, 1)};
+}
+
+// A message id in its stored form (message_key.hpp), as a bytea on the stack.
+struct StoredKey {
+    alignas(int32) char bytes[VARHDRSZ + inbox::max_stored_key_bytes];
+    bytea* datum() { return reinterpret_cast<bytea*>(bytes); }
+};
+
+void store_message_id(text* message_id, StoredKey* stored) {
+    std::size_t length =
+        inbox::encode_message_id(VARDATA_ANY(message_id), VARSIZE_ANY_EXHDR(message_id),
+                                 reinterpret_cast<std::uint8_t*>(VARDATA(stored->datum())));
+    SET_VARSIZE(stored->datum(), VARHDRSZ + length);
+}
+
 // ON CONFLICT DO NOTHING lets the primary key arbitrate: a concurrent uncommitted copy makes the
 // insert wait for its transaction; under REPEATABLE READ a conflict with a row the snapshot
-// cannot see is a serialization failure, never a wrong answer.
+// cannot see is a serialization failure, never a wrong answer. The time is a parameter, not a
+// column default: nothing is evaluated per insert.
 MarkerStatement insert_marker = {
+    .sql =
+        "INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key) "
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (consumer_id, message_key) DO NOTHING",
+    .nargs = 4,
+    .argtypes = {INT4OID, INT2OID, CHAROID, BYTEAOID},
+    .plan = nullptr};
+
+MarkerStatement delete_marker = {
+    .sql =
+        "DELETE FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
+        "AND message_key OPERATOR(pg_catalog.=) $2",
+    .nargs = 2,
+    .argtypes = {INT2OID, BYTEAOID},
+    .plan = nullptr};
+
+// The same in a database still at 1.0.
+MarkerStatement insert_marker_1_0 = {
     .sql =
         "INSERT INTO inbox.messages (consumer, message_id) VALUES ($1, $2) "
         "ON CONFLICT (consumer, message_id) DO NOTHING",
@@ -76,7 +123,7 @@ MarkerStatement insert_marker = {
     .argtypes = {TEXTOID, TEXTOID},
     .plan = nullptr};
 
-MarkerStatement delete_marker = {
+MarkerStatement delete_marker_1_0 = {
     .sql =
         "DELETE FROM inbox.messages WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE "
         "pg_catalog.\"C\" AND message_id OPERATOR(pg_catalog.=) $2 COLLATE pg_catalog.\"C\"",
@@ -84,12 +131,51 @@ MarkerStatement delete_marker = {
     .argtypes = {TEXTOID, TEXTOID},
     .plan = nullptr};
 
-// One marker, in an SPI connection of its own; true when a row was inserted or deleted.
-bool change_marker(MarkerStatement* statement, const MarkerKey& key) {
-    pg::spi_connect();
+enum class MarkerChange { insert, remove };
+
+// Inserts or deletes one marker, in the caller's SPI connection; true when a row changed.
+bool change_compact_marker(MarkerChange change, const MarkerKey& key) {
+    bool insert = change == MarkerChange::insert;
+    int16 consumer = 0;
+    if (!consumer_id(key.consumer, insert, &consumer)) return false;  // so no marker either
+    StoredKey stored;
+    store_message_id(key.message_id, &stored);
+    if (insert) {
+        inbox::MarkerTime time = inbox::marker_time(GetCurrentTransactionStartTimestamp());
+        Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer),
+                           CharGetDatum(static_cast<char>(time.offset)),
+                           PointerGetDatum(stored.datum())};
+        execute_as_store_owner(&insert_marker, values);
+    } else {
+        Datum values[2] = {Int16GetDatum(consumer), PointerGetDatum(stored.datum())};
+        execute_as_store_owner(&delete_marker, values);
+    }
+    return SPI_processed > 0;
+}
+
+bool change_marker_1_0(MarkerChange change, const MarkerKey& key) {
     Datum values[2] = {PointerGetDatum(key.consumer), PointerGetDatum(key.message_id)};
-    execute_as_marker_owner(statement, values);
-    bool changed = SPI_processed > 0;
+    execute_as_store_owner(change == MarkerChange::insert ? &insert_marker_1_0 : &delete_marker_1_0,
+                           values);
+    return SPI_processed > 0;
+}
+
+// The store to write. A database at 1.0 may be updated to 1.1 while this call waits for the
+// update's lock: the lock that the statement takes anyway is taken first, so that the update's
+// invalidations arrive before the layout is chosen, and the call goes on with the new store.
+const MarkerStore* store_for_change() {
+    const MarkerStore* store = marker_store();
+    if (store->layout != MarkerLayout::version_1_0) return store;
+    LockRelationOid(store->markers, RowExclusiveLock);
+    return marker_store();
+}
+
+// One marker, in an SPI connection of its own.
+bool change_marker(MarkerChange change, const MarkerKey& key) {
+    pg::spi_connect();
+    bool changed = store_for_change()->layout == MarkerLayout::compact
+                       ? change_compact_marker(change, key)
+                       : change_marker_1_0(change, key);
     SPI_finish();
     return changed;
 }
@@ -97,7 +183,7 @@ bool change_marker(MarkerStatement* statement, const MarkerKey& key) {
 // Inserts the marker in the caller's transaction. True: first delivery, do the work. False: a
 // committed marker exists. Waits for a concurrent, uncommitted copy to commit or roll back.
 bool claim_marker(const MarkerKey& key) {
-    return count_claim(key.consumer, change_marker(&insert_marker, key));
+    return count_claim(key.consumer, change_marker(MarkerChange::insert, key));
 }
 
 // ---- apply's handler -----------------------------------------------------------------------
@@ -234,6 +320,6 @@ PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
 // Deletes one marker, so that a deliberate redelivery is processed again; true when there was one.
 PG_FUNCTION_INFO_V1(inbox_forget);
 PGDLLEXPORT Datum inbox_forget(PG_FUNCTION_ARGS) {
-    PG_RETURN_BOOL(change_marker(&delete_marker, require_marker_key(fcinfo)));
+    PG_RETURN_BOOL(change_marker(MarkerChange::remove, require_marker_key(fcinfo)));
 }
 }

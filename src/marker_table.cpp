@@ -5,6 +5,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
 
@@ -13,47 +14,64 @@ extern "C" {
 
 namespace {
 
-// The marker table's owner, looked up once and dropped by any relcache invalidation of the
-// table (ALTER TABLE ... OWNER, DROP EXTENSION), so that a stale owner is never used.
-struct CachedOwner {
-    Oid relid;  // InvalidOid: not cached
-    Oid owner;
-};
-CachedOwner cached_owner = {InvalidOid, InvalidOid};
+MarkerStore cached_store = {MarkerLayout::compact, InvalidOid, InvalidOid, InvalidOid};
+bool store_cached = false;
 bool invalidation_registered = false;
 
-void forget_owner(Datum, Oid relid) {
-    if (relid == InvalidOid || relid == cached_owner.relid) cached_owner.relid = InvalidOid;
+void forget_store(Datum, Oid relid) {
+    if (relid == InvalidOid || relid == cached_store.markers || relid == cached_store.registry)
+        store_cached = false;
 }
 
-Oid marker_table_owner() {
-    if (OidIsValid(cached_owner.relid)) return cached_owner.owner;
-    if (!invalidation_registered) {
-        CacheRegisterRelcacheCallback(forget_owner, (Datum)0);
-        invalidation_registered = true;
-    }
-    Oid relid = find_marker_table(NoLock);
-    HeapTuple tuple =
-        OidIsValid(relid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(relid)) : nullptr;
-    if (!HeapTupleIsValid(tuple))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table inbox.messages is missing"),
-                        errhint("Recreate the extension: DROP EXTENSION inbox; CREATE EXTENSION "
-                                "inbox;")));
-    cached_owner.owner = ((Form_pg_class)GETSTRUCT(tuple))->relowner;
-    cached_owner.relid = relid;
-    ReleaseSysCache(tuple);
-    return cached_owner.owner;
+Oid find_table(const char* name, LOCKMODE mode) {
+    RangeVar* table = makeRangeVar(pstrdup("inbox"), pstrdup(name), -1);
+    return RangeVarGetRelidExtended(table, mode, RVR_MISSING_OK, nullptr, nullptr);
+}
+
+[[noreturn]] void report_missing_store() {
+    ereport(ERROR,
+            (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the marker tables of inbox are missing"),
+             errhint("Recreate the extension: DROP EXTENSION inbox; CREATE EXTENSION inbox;")));
 }
 
 }  // namespace
 
-Oid find_marker_table(LOCKMODE mode) {
-    RangeVar* table = makeRangeVar(pstrdup("inbox"), pstrdup("messages"), -1);
-    return RangeVarGetRelidExtended(table, mode, RVR_MISSING_OK, nullptr, nullptr);
+const MarkerStore* marker_store() {
+    if (store_cached) return &cached_store;
+    if (!invalidation_registered) {
+        CacheRegisterRelcacheCallback(forget_store, (Datum)0);
+        invalidation_registered = true;
+    }
+    MarkerStore store = {MarkerLayout::compact, find_table("markers", NoLock),
+                         find_table("consumer_registry", NoLock), InvalidOid};
+    if (!OidIsValid(store.markers)) {
+        // 1.0's inbox.messages is a table; 1.1's is a view.
+        Oid messages = find_table("messages", NoLock);
+        if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW)
+            report_missing_store();
+        store = {MarkerLayout::version_1_0, messages, InvalidOid, InvalidOid};
+    } else if (!OidIsValid(store.registry)) {
+        report_missing_store();
+    }
+    HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(store.markers));
+    if (!HeapTupleIsValid(tuple)) report_missing_store();
+    store.owner = ((Form_pg_class)GETSTRUCT(tuple))->relowner;
+    ReleaseSysCache(tuple);
+    cached_store = store;
+    store_cached = true;
+    return &cached_store;
 }
 
-int execute_as_marker_owner(MarkerStatement* statement, const Datum* values) {
-    Oid owner = marker_table_owner();
+Oid lock_marker_table(LOCKMODE mode) {
+    Oid markers = find_table("markers", mode);
+    if (OidIsValid(markers)) return markers;
+    Oid messages = find_table("messages", NoLock);
+    if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW) return InvalidOid;
+    return find_table("messages", mode);
+}
+
+int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {
+    Oid owner = marker_store()->owner;
     if (statement->plan == nullptr)
         statement->plan =
             pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
@@ -62,7 +80,7 @@ int execute_as_marker_owner(MarkerStatement* statement, const Datum* values) {
     GetUserIdAndSecContext(&caller, &caller_context);
     SetUserIdAndSecContext(
         owner, caller_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-    int rc = pg::execute_plan(statement->plan, statement->sql, values, nullptr);
+    int rc = pg::execute_plan(statement->plan, statement->sql, values, nulls);
     SetUserIdAndSecContext(caller, caller_context);
     return rc;
 }

@@ -1,6 +1,11 @@
-// The marker table inbox.messages as claim, forget and the purge reach it: only through SQL
-// statements with kept plans (so that a partitioned or Citus-distributed marker table works the
-// same as a local one), run as the table's owner. C-style: this is the hot path.
+// The marker store as claim, forget and the purge reach it: only through SQL statements with
+// kept plans (so that a partitioned or Citus-distributed store works the same as a local one),
+// run as the store's owner. C-style: this is the hot path.
+//
+// Two layouts are served, so that a database keeps working between the installation of this
+// library and ALTER EXTENSION inbox UPDATE:
+//  - 1.1: the compact table inbox.markers, with consumer ids from inbox.consumer_registry;
+//  - 1.0: the table inbox.messages (consumer, message_id, processed_at).
 #pragma once
 
 extern "C" {
@@ -9,22 +14,37 @@ extern "C" {
 #include "storage/lockdefs.h"
 }
 
-// A statement on the marker table, prepared on first use and kept for the backend's life; the
-// plan cache re-plans it when the table changes.
+enum class MarkerLayout { compact, version_1_0 };
+
+struct MarkerStore {
+    MarkerLayout layout;
+    Oid markers;   // inbox.markers, or 1.0's inbox.messages
+    Oid registry;  // inbox.consumer_registry; InvalidOid in the 1.0 layout
+    Oid owner;     // of the markers' table: the statements run as this role
+};
+
+// The store of the current database, looked up once and dropped by any relcache invalidation
+// of its tables (ALTER TABLE ... OWNER, DROP EXTENSION, the update to 1.1). An error when the
+// extension's tables are missing.
+const MarkerStore* marker_store();
+
+// The markers' table, locked in `mode` (NoLock: only found); InvalidOid when the extension is
+// gone. Never resolved through the search_path.
+Oid lock_marker_table(LOCKMODE mode);
+
+// A statement on the store, prepared on first use and kept for the backend's life; the plan
+// cache re-plans it when a table changes.
 struct MarkerStatement {
     const char* sql;
     int nargs;
-    Oid argtypes[3];
+    Oid argtypes[4];
     SPIPlanPtr plan;
 };
 
-// The marker table, locked in `mode` (NoLock: only found); InvalidOid when it does not exist
-// (DROP EXTENSION). Never resolved through the search_path.
-Oid find_marker_table(LOCKMODE mode);
-
-// Runs the statement in the caller's SPI connection as the owner of the marker table, inside a
+// Runs the statement in the caller's SPI connection as the owner of the store, inside a
 // security-restricted operation: callers need EXECUTE on our functions, never privileges on the
-// table, and a trigger on the table cannot change the caller's session. Returns the SPI result
+// tables, and a trigger on them cannot change the caller's session. Returns the SPI result
 // code; the caller's identity is back before any of its code runs again (on error, transaction
 // abort restores it).
-int execute_as_marker_owner(MarkerStatement* statement, const Datum* values);
+int execute_as_store_owner(MarkerStatement* statement, const Datum* values,
+                           const char* nulls = nullptr);

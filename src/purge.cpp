@@ -19,6 +19,7 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -28,6 +29,7 @@ extern "C" {
 #include <cstring>
 
 #include "marker_table.hpp"
+#include "marker_time.hpp"
 #include "pg/spi.hpp"
 #include "purge.hpp"
 #include "settings.hpp"
@@ -51,26 +53,49 @@ bool take_purge_lock(bool wait) {
 // Locks the marker table for the batch, or reports that the extension is gone. Taking the lock
 // before any statement means a concurrent DROP EXTENSION either waits for this batch or has
 // committed, never fails it half-way.
-bool lock_marker_table() {
-    return OidIsValid(find_marker_table(RowExclusiveLock));
+bool lock_markers() {
+    return OidIsValid(lock_marker_table(RowExclusiveLock));
 }
 
-// The first consumer in key order, and the first after $1: one descent of an index on consumer.
-MarkerStatement first_consumer = {.sql = "SELECT pg_catalog.min(consumer) FROM inbox.messages",
-                                  .nargs = 0,
-                                  .argtypes = {},
-                                  .plan = nullptr};
-MarkerStatement next_consumer = {
+// ---- the compact layout: consumers by id, each with its own retention -----------------------
+
+MarkerStatement next_registered_consumer = {
+    .sql =
+        "SELECT id, retention FROM inbox.consumer_registry "
+        "WHERE id OPERATOR(pg_catalog.>) $1 ORDER BY id LIMIT 1",
+    .nargs = 1,
+    .argtypes = {INT2OID},
+    .plan = nullptr};
+
+// Up to $4 of consumer $1's expired markers: those whose second is before ($2, $3), the
+// (bucket, offset) of the cutoff. Found through the retention index, deleted by their tuple ids;
+// the condition is checked again on the row that is deleted.
+#define EXPIRED_MARKER                                                                  \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.<=) $2 " \
+    "AND (time_bucket OPERATOR(pg_catalog.<) $2 OR time_offset OPERATOR(pg_catalog.<) $3)"
+MarkerStatement delete_expired_markers = {
+    .sql =
+        "DELETE FROM inbox.markers WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+        "SELECT ctid FROM inbox.markers WHERE " EXPIRED_MARKER " LIMIT $4)) AND " EXPIRED_MARKER,
+    .nargs = 4,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
+    .plan = nullptr};
+#undef EXPIRED_MARKER
+
+// ---- a database still at 1.0: consumers by name, one retention ------------------------------
+
+MarkerStatement first_consumer_1_0 = {.sql = "SELECT pg_catalog.min(consumer) FROM inbox.messages",
+                                      .nargs = 0,
+                                      .argtypes = {},
+                                      .plan = nullptr};
+MarkerStatement next_consumer_1_0 = {
     .sql =
         "SELECT pg_catalog.min(consumer) FROM inbox.messages "
         "WHERE consumer OPERATOR(pg_catalog.>) $1 COLLATE pg_catalog.\"C\"",
     .nargs = 1,
     .argtypes = {TEXTOID},
     .plan = nullptr};
-
-// Up to $3 of consumer $1's markers processed before $2, oldest first, deleted by primary key.
-// processed_at is checked again on the row that is deleted, in case it changed meanwhile.
-MarkerStatement delete_expired = {
+MarkerStatement delete_expired_1_0 = {
     .sql =
         "DELETE FROM inbox.messages "
         "WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\" "
@@ -84,29 +109,71 @@ MarkerStatement delete_expired = {
     .argtypes = {TEXTOID, TIMESTAMPTZOID, INT8OID},
     .plan = nullptr};
 
-// Where the walk over consumers stands. The table itself does not limit a consumer's length
-// (the owner may have written any), so the name is kept whole, in memory of the purge's own that
-// survives the commits between batches.
+// Where the walk over consumers stands. It lives in memory of the purge's own, which survives
+// the commits between batches; in the 1.0 layout the table itself does not limit a consumer's
+// length (the owner may have written any), so the name is kept whole.
 struct ConsumerCursor {
     MemoryContext context;
-    text* consumer;   // nullptr before the first consumer
-    bool positioned;  // consumer is the one being purged
+    bool started;
+    bool positioned;  // the consumer is the one being purged
+    int16 consumer_id;
+    TimestampTz cutoff;  // the consumer's
+    text* consumer_name;
 };
 
-// Moves to the next consumer; false when there is none.
-bool advance_consumer(ConsumerCursor* cursor) {
-    Datum after = PointerGetDatum(cursor->consumer);
-    execute_as_marker_owner(cursor->consumer == nullptr ? &first_consumer : &next_consumer, &after);
+TimestampTz default_cutoff(TimestampTz now) {
+    return now - (TimestampTz)purge_retention_s * USECS_PER_SEC;
+}
+
+bool first_row_value(int column, Datum* value) {
     bool isnull = true;
-    Datum next = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-    if (isnull) return false;
-    text* previous = cursor->consumer;
-    cursor->consumer =
-        static_cast<text*>(MemoryContextAlloc(cursor->context, VARSIZE_ANY(DatumGetPointer(next))));
-    memcpy(cursor->consumer, DatumGetPointer(next), VARSIZE_ANY(DatumGetPointer(next)));
-    if (previous != nullptr) pfree(previous);
+    if (SPI_processed > 0)
+        *value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, column, &isnull);
+    return !isnull;
+}
+
+// Moves to the next consumer; false when there is none.
+bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
+    Datum value = 0;
+    if (marker_store()->layout == MarkerLayout::compact) {
+        Datum after = Int16GetDatum(cursor->started ? cursor->consumer_id : -1);
+        execute_as_store_owner(&next_registered_consumer, &after);
+        if (!first_row_value(1, &value)) return false;
+        cursor->consumer_id = DatumGetInt16(value);
+        cursor->cutoff = first_row_value(2, &value)
+                             ? DatumGetTimestampTz(DirectFunctionCall2(
+                                   timestamptz_mi_interval, TimestampTzGetDatum(run->now), value))
+                             : default_cutoff(run->now);
+    } else {
+        Datum after = PointerGetDatum(cursor->consumer_name);
+        execute_as_store_owner(cursor->started ? &next_consumer_1_0 : &first_consumer_1_0, &after);
+        if (!first_row_value(1, &value)) return false;
+        text* previous = cursor->consumer_name;
+        cursor->consumer_name = static_cast<text*>(
+            MemoryContextAlloc(cursor->context, VARSIZE_ANY(DatumGetPointer(value))));
+        memcpy(cursor->consumer_name, DatumGetPointer(value), VARSIZE_ANY(DatumGetPointer(value)));
+        if (previous != nullptr) pfree(previous);
+        cursor->cutoff = default_cutoff(run->now);
+    }
+    cursor->started = true;
     cursor->positioned = true;
     return true;
+}
+
+// Deletes up to `limit` expired markers of the cursor's consumer; returns how many went.
+int64 delete_expired(const ConsumerCursor* cursor, int64 limit) {
+    if (marker_store()->layout == MarkerLayout::compact) {
+        inbox::MarkerTime first_kept = inbox::first_kept(cursor->cutoff);
+        Datum values[4] = {Int16GetDatum(cursor->consumer_id), Int32GetDatum(first_kept.bucket),
+                           CharGetDatum(static_cast<char>(first_kept.offset)),
+                           Int64GetDatum(limit)};
+        execute_as_store_owner(&delete_expired_markers, values);
+    } else {
+        Datum values[3] = {PointerGetDatum(cursor->consumer_name),
+                           TimestampTzGetDatum(cursor->cutoff), Int64GetDatum(limit)};
+        execute_as_store_owner(&delete_expired_1_0, values);
+    }
+    return static_cast<int64>(SPI_processed);
 }
 
 bool past(TimestampTz deadline) {
@@ -127,16 +194,14 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
             end = BatchEnd::out_of_time;
             break;
         }
-        if (!cursor->positioned && !advance_consumer(cursor)) {
+        if (!cursor->positioned && !advance_consumer(cursor, run)) {
             end = BatchEnd::exhausted;
             break;
         }
         int64 limit = run->batch_size - *deleted;
-        Datum values[3] = {PointerGetDatum(cursor->consumer), TimestampTzGetDatum(run->cutoff),
-                           Int64GetDatum(limit)};
-        execute_as_marker_owner(&delete_expired, values);
-        *deleted += static_cast<int64>(SPI_processed);
-        if (static_cast<int64>(SPI_processed) < limit) cursor->positioned = false;  // consumer done
+        int64 removed = delete_expired(cursor, limit);
+        *deleted += removed;
+        if (removed < limit) cursor->positioned = false;  // this consumer is done
     }
     SPI_finish();
     PopActiveSnapshot();
@@ -159,15 +224,15 @@ void pause_between_batches(long ms) {
 
 }  // namespace
 
-TimestampTz purge_cutoff_now() {
-    return GetCurrentTransactionStartTimestamp() - (TimestampTz)purge_retention_s * USECS_PER_SEC;
-}
-
 PurgeProgress purge_expired_markers(const PurgeRun* run) {
     PurgeProgress progress = {0, 0, PurgeOutcome::finished};
-    ConsumerCursor cursor = {
-        AllocSetContextCreate(TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
-        nullptr, false};
+    ConsumerCursor cursor = {.context = AllocSetContextCreate(
+                                 TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
+                             .started = false,
+                             .positioned = false,
+                             .consumer_id = 0,
+                             .cutoff = 0,
+                             .consumer_name = nullptr};
     PG_TRY();
     {
         for (;;) {
@@ -175,7 +240,7 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
                 progress.outcome = PurgeOutcome::busy;
                 break;
             }
-            if (!lock_marker_table()) {
+            if (!lock_markers()) {
                 progress.outcome = PurgeOutcome::extension_gone;
                 break;
             }
@@ -236,7 +301,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_purge);
 PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
     bool nonatomic = called_nonatomic(fcinfo);
-    PurgeRun run = {.cutoff = purge_cutoff_now(),
+    PurgeRun run = {.now = GetCurrentTransactionStartTimestamp(),
                     .batch_size = purge_batch_size,
                     .wait_for_turn = true,
                     .commit = nullptr,

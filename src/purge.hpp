@@ -20,7 +20,10 @@ struct PurgeProgress {
 };
 
 struct PurgeRun {
-    TimestampTz cutoff;  // markers processed before this go
+    // Markers expire relative to this time: the start of the purge's first transaction (now()),
+    // so that a caller knows the cutoffs exactly. A consumer's cutoff is now - its retention
+    // (inbox.consumers), or now - inbox.retention.
+    TimestampTz now;
     int batch_size;
     // When another purge of the database is at work: wait for its batch (CALL inbox.purge()), or
     // yield to it and stop (the workers).
@@ -33,12 +36,9 @@ struct PurgeRun {
     void (*after_batch)(const PurgeProgress* progress);
 };
 
-// The cutoff that inbox.retention gives at the start of the current transaction (now()), so
-// that a caller knows it exactly.
-TimestampTz purge_cutoff_now();
-
-// Deletes markers older than run->cutoff, batch by batch, each consumer's oldest first, until
-// none is left, the deadline passes, or (unless run->wait_for_turn) another purge is at work.
+// Deletes expired markers, batch by batch, consumer by consumer, until none is left, the
+// deadline passes, or (unless run->wait_for_turn) another purge is at work. A marker expires
+// when its whole second lies before its consumer's cutoff (marker_time.hpp).
 PurgeProgress purge_expired_markers(const PurgeRun* run);
 
 const char* purge_outcome_name(PurgeOutcome outcome);

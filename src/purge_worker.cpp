@@ -99,7 +99,7 @@ void purge_this_database() {
     worker_cycle_begins(served_database);
     pgstat_report_activity(STATE_RUNNING, "purging expired markers");
     TimestampTz start = GetCurrentTimestamp();
-    PurgeRun run = {.cutoff = purge_cutoff_now(),
+    PurgeRun run = {.now = GetCurrentTransactionStartTimestamp(),
                     .batch_size = purge_batch_size,
                     .wait_for_turn = false,
                     .commit = commit_worker_batch,

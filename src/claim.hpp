@@ -1,0 +1,11 @@
+// The keys of a marker as callers give them (claim.cpp): validated against the contract's
+// limits, with its errors (22004 NULL, 22023 empty, 22001 too long).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+}
+
+text* require_consumer_key(FunctionCallInfo fcinfo, int argno);
+text* require_message_id(FunctionCallInfo fcinfo, int argno);

@@ -1,0 +1,199 @@
+// The cache maps names to ids for the backend's life. An id never changes for a name (the
+// registry refuses renames and removals), so the cache is dropped only when the registry table
+// itself changes (relcache invalidation: TRUNCATE, DROP EXTENSION, a restore). A registration
+// that this transaction made is not cached before it commits: a rollback takes it back.
+extern "C" {
+#include "postgres.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+}
+
+#include <cstring>
+
+#include "claim.hpp"
+#include "consumer_registry.hpp"
+#include "marker_table.hpp"
+#include "message_key.hpp"
+#include "pg/arguments.hpp"
+#include "pg/spi.hpp"
+
+namespace {
+
+// Zero-padded, so that the key hashes as bytes.
+struct CachedName {
+    char name[inbox::max_consumer_bytes];
+};
+
+struct CachedConsumer {
+    CachedName key;
+    int16 id;
+};
+
+HTAB* cache = nullptr;
+Oid cached_for_registry = InvalidOid;
+
+void forget_consumers(Datum, Oid relid) {
+    if (cache != nullptr && (relid == InvalidOid || relid == cached_for_registry)) {
+        hash_destroy(cache);
+        cache = nullptr;
+    }
+}
+
+HTAB* consumer_cache() {
+    static bool callback_registered = false;
+    if (!callback_registered) {
+        CacheRegisterRelcacheCallback(forget_consumers, (Datum)0);
+        callback_registered = true;
+    }
+    Oid registry = marker_store()->registry;
+    if (cache != nullptr && cached_for_registry == registry) return cache;
+    if (cache != nullptr) hash_destroy(cache);
+    HASHCTL control;
+    control.keysize = sizeof(CachedName);
+    control.entrysize = sizeof(CachedConsumer);
+    control.hcxt = TopMemoryContext;
+    cache = hash_create("inbox consumer ids", 64, &control, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+    cached_for_registry = registry;
+    return cache;
+}
+
+MarkerStatement find_consumer = {
+    .sql =
+        "SELECT id, xmin FROM inbox.consumer_registry "
+        "WHERE name OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\"",
+    .nargs = 1,
+    .argtypes = {TEXTOID},
+    .plan = nullptr};
+
+// ON CONFLICT waits for a concurrent first claim of the same consumer: if that one commits,
+// nothing is inserted here and the lookup that follows finds its row.
+MarkerStatement register_consumer = {.sql =
+                                         "INSERT INTO inbox.consumer_registry (name) VALUES ($1) "
+                                         "ON CONFLICT (name) DO NOTHING RETURNING id, xmin",
+                                     .nargs = 1,
+                                     .argtypes = {TEXTOID},
+                                     .plan = nullptr};
+
+// The id from the first row of the last statement; *committed is false when this transaction
+// wrote the row.
+bool read_id(int16* id, bool* committed) {
+    if (SPI_processed == 0) return false;
+    bool isnull = false;
+    HeapTuple row = SPI_tuptable->vals[0];
+    *id = DatumGetInt16(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+    TransactionId writer =
+        DatumGetTransactionId(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+    *committed = !TransactionIdIsCurrentTransactionId(writer);
+    return true;
+}
+
+// The id as the registry has it, registering the consumer when asked to.
+bool registry_id(text* consumer, bool register_new, int16* id, bool* committed) {
+    Datum name = PointerGetDatum(consumer);
+    execute_as_store_owner(&find_consumer, &name);
+    if (read_id(id, committed) || !register_new) return SPI_processed > 0;
+    execute_as_store_owner(&register_consumer, &name);
+    if (read_id(id, committed)) return true;
+    execute_as_store_owner(&find_consumer, &name);
+    if (read_id(id, committed)) return true;
+    elog(ERROR, "consumer \"%s\" could not be registered", text_to_cstring(consumer));
+}
+
+}  // namespace
+
+bool consumer_id(text* consumer, bool register_new, int16* id) {
+    CachedName key;
+    std::size_t length = VARSIZE_ANY_EXHDR(consumer);
+    Assert(length <= inbox::max_consumer_bytes);  // the caller validated the key
+    std::memset(&key, 0, sizeof(key));
+    std::memcpy(key.name, VARDATA_ANY(consumer), length);
+    HTAB* consumers = consumer_cache();
+    auto* cached = static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr));
+    if (cached != nullptr) {
+        *id = cached->id;
+        return true;
+    }
+    bool committed = false;
+    if (!registry_id(consumer, register_new, id, &committed)) return false;
+    if (committed) {
+        // The statements may have delivered invalidations that dropped the cache.
+        auto* entry =
+            static_cast<CachedConsumer*>(hash_search(consumer_cache(), &key, HASH_ENTER, nullptr));
+        entry->id = *id;
+    }
+    return true;
+}
+
+namespace {
+
+MarkerStatement configure = {
+    .sql =
+        "UPDATE inbox.consumer_registry SET retention = $2, max_attempts = $3 "
+        "WHERE id OPERATOR(pg_catalog.=) $1",
+    .nargs = 3,
+    .argtypes = {INT2OID, INTERVALOID, INT4OID},
+    .plan = nullptr};
+
+void require_compact_store() {
+    if (marker_store()->layout != MarkerLayout::compact)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the markers of this database are still in the layout of inbox 1.0"),
+                        errhint("Run ALTER EXTENSION inbox UPDATE.")));
+}
+
+}  // namespace
+
+extern "C" {
+
+// inbox.consumer_id(consumer): for the owner's writes through inbox.messages and the update from
+// 1.0, which may name consumers of any length the registry can hold.
+PG_FUNCTION_INFO_V1(inbox_consumer_id);
+PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
+    require_compact_store();
+    int16 id = 0;
+    bool committed = false;
+    pg::spi_connect();
+    registry_id(PG_GETARG_TEXT_PP(0), true, &id, &committed);
+    SPI_finish();
+    PG_RETURN_INT16(id);
+}
+
+PG_FUNCTION_INFO_V1(inbox_configure_consumer);
+PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
+    text* consumer = require_consumer_key(fcinfo, 0);
+    Datum values[3] = {0, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
+    char nulls[3] = {' ', PG_ARGISNULL(1) ? 'n' : ' ', PG_ARGISNULL(2) ? 'n' : ' '};
+    if (!PG_ARGISNULL(1)) {
+        Interval* retention = PG_GETARG_INTERVAL_P(1);
+        Interval one_second = {.time = USECS_PER_SEC, .day = 0, .month = 0};
+        if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(retention),
+                                              IntervalPGetDatum(&one_second))) < 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("retention must be at least 1 second"),
+                            errhint("NULL gives the consumer the default, inbox.retention.")));
+    }
+    if (!PG_ARGISNULL(2) && PG_GETARG_INT32(2) < 1)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("max_attempts must be at least 1"),
+                        errhint("NULL lets a message fail any number of times.")));
+    require_compact_store();
+
+    pg::spi_connect();
+    int16 id = 0;
+    consumer_id(consumer, true, &id);
+    values[0] = Int16GetDatum(id);
+    execute_as_store_owner(&configure, values, nulls);
+    SPI_finish();
+    // Every backend re-reads what it caches of the registry.
+    CacheInvalidateRelcacheByRelid(marker_store()->registry);
+    PG_RETURN_VOID();
+}
+}

@@ -1,0 +1,14 @@
+// The consumer registry of the compact layout (inbox.consumer_registry): each consumer's name
+// and the small integer id that its markers carry. A consumer registers on its first claim, in
+// the claim's own transaction: no second round trip, and claims of different consumers never
+// wait for each other (only two first claims of one new consumer meet, on its unique name).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+}
+
+// The id of `consumer` (a validated key) through the backend's cache, in the caller's SPI
+// connection. When it is not registered: registers it when `register_new`, else returns false.
+bool consumer_id(text* consumer, bool register_new, int16* id);
