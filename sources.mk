@@ -8,6 +8,7 @@ INBOX_SOURCES = \
 	src/message_key.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
+	src/consumer_registrar.cpp \
 	src/marker_forms.cpp \
 	src/claim.cpp \
 	src/stats_table.cpp \

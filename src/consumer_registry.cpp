@@ -19,6 +19,7 @@ extern "C" {
 #include <cstring>
 
 #include "claim.hpp"
+#include "consumer_registrar.hpp"
 #include "consumer_registry.hpp"
 #include "marker_table.hpp"
 #include "message_key.hpp"
@@ -109,6 +110,15 @@ bool registry_id(text* consumer, bool register_new, int16* id, bool* committed) 
 
 }  // namespace
 
+int16 register_consumer_now(text* consumer) {
+    int16 id = 0;
+    bool committed = false;
+    pg::spi_connect();
+    registry_id(consumer, true, &id, &committed);
+    SPI_finish();
+    return id;
+}
+
 bool consumer_id(text* consumer, bool register_new, int16* id) {
     CachedName key;
     std::size_t length = VARSIZE_ANY_EXHDR(consumer);
@@ -122,7 +132,11 @@ bool consumer_id(text* consumer, bool register_new, int16* id) {
         return true;
     }
     bool committed = false;
-    if (!registry_id(consumer, register_new, id, &committed)) return false;
+    if (!registry_id(consumer, false, id, &committed)) {
+        if (!register_new) return false;
+        committed = register_in_own_transaction(consumer, id);
+        if (!committed) registry_id(consumer, true, id, &committed);
+    }
     if (committed) {
         // The statements may have delivered invalidations that dropped the cache.
         auto* entry =
@@ -158,12 +172,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_consumer_id);
 PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
     require_compact_store();
-    int16 id = 0;
-    bool committed = false;
-    pg::spi_connect();
-    registry_id(PG_GETARG_TEXT_PP(0), true, &id, &committed);
-    SPI_finish();
-    PG_RETURN_INT16(id);
+    PG_RETURN_INT16(register_consumer_now(PG_GETARG_TEXT_PP(0)));
 }
 
 PG_FUNCTION_INFO_V1(inbox_configure_consumer);

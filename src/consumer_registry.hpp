@@ -10,5 +10,9 @@ extern "C" {
 }
 
 // The id of `consumer` (a validated key) through the backend's cache, in the caller's SPI
-// connection. When it is not registered: registers it when `register_new`, else returns false.
+// connection. When it is not registered: registers it when `register_new` (in a transaction of
+// its own where possible, consumer_registrar.hpp), else returns false.
 bool consumer_id(text* consumer, bool register_new, int16* id);
+
+// Registers `consumer` (any name) in the current transaction when it is new; its id.
+int16 register_consumer_now(text* consumer);

@@ -1,0 +1,20 @@
+// Registering a consumer in a transaction of its own, so that the first claim of a new consumer
+// never makes other first claims of it wait until its own transaction ends (which may take as
+// long as its handler). A short-lived background worker inserts the registry row and commits;
+// the claim waits only for that. Dynamic background workers need no preload.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+}
+
+// Registers `consumer` (a validated key) in a worker's transaction and returns its id; false
+// when no worker could be started (max_worker_processes), or when this transaction holds a
+// lock on the registry that the worker would wait for: the caller registers it in its own
+// transaction then. An error when the worker could not register it.
+bool register_in_own_transaction(text* consumer, int16* id);
+
+extern "C" {
+PGDLLEXPORT void inbox_registrar_main(Datum segment);
+}
