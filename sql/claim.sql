@@ -1,5 +1,4 @@
 -- inbox.claim: the marker decides first delivery vs. duplicate, in the caller's transaction.
-CREATE EXTENSION inbox;
 
 -- First delivery: true. The same message again: false.
 SELECT inbox.claim('billing', 'msg-1') AS first, inbox.claim('billing', 'msg-1') AS again;
