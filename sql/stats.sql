@@ -1,5 +1,6 @@
--- inbox.stats: exact claim counters (the library is preloaded in this cluster) and the markers
--- retained. Consumers of this file start with "st-"; counters of this database start from zero.
+-- inbox.stats: exact claim counters (the temporary instance preloads the library) and the
+-- markers retained. Consumers of this file start with "st-"; counters of this database start
+-- from zero.
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/test/regress/helpers.sql
 
