@@ -6,7 +6,23 @@ MODULE_big = inbox
 include sources.mk
 OBJS = $(INBOX_SOURCES:.cpp=.o)
 DATA = sql/inbox--1.0.sql sql/inbox--1.1.sql sql/inbox--1.0--1.1.sql
+
+# Tests, run the PGXS way: `make install`, then `make installcheck` (no server needed: the regress
+# and isolation tests start temporary instances that preload the library, the TAP tests start
+# their own nodes). One suite alone: `make installcheck ISOLATION= TAP_TESTS=` (regress),
+# `REGRESS= TAP_TESTS=` (isolation), `REGRESS= ISOLATION=` (TAP); one file: `REGRESS=purge`.
 REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge hostile_search_path schema_guard
+TEMP_INSTANCE_CONF = $(srcdir)/test/regress/postgresql.conf
+REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(TEMP_INSTANCE_CONF) \
+	--load-extension=inbox
+ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation --temp-instance=./tmp_check_iso \
+	--temp-config=$(TEMP_INSTANCE_CONF) --load-extension=inbox
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+# What the tests leave beyond PGXS's own list (results/, regression.*, log/, output_iso/,
+# tmp_check/, tmp_check_iso/): the regress instance, and the CMake builds of lint and unit.
+EXTRA_CLEAN = tmp_check_regress/ build/
 
 PG_CONFIG ?= pg_config
 
@@ -27,6 +43,10 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(PGXS),)
 include $(PGXS)
+# The TAP tests' own module (test/t/InboxTest.pm; prove runs in the source directory). After
+# the include, which empties PROVE_FLAGS; `override` adds it to a PROVE_FLAGS=--verbose given on
+# the command line too.
+override PROVE_FLAGS += -I test/t
 override CPPFLAGS := -I$(srcdir)/src $(patsubst -I%,-isystem %,$(CPPFLAGS))
 else
 all install:

@@ -75,3 +75,9 @@ $$;
 SELECT inbox.apply('upstream', 'f-1', 'fan_out(jsonb)', '{"id": "f-1"}');
 SELECT inbox.apply('upstream', 'f-2', 'fan_out(jsonb)', '{"id": "f-1"}');
 SELECT balance FROM accounts WHERE id = 'INV-1';
+
+-- Clean up: each file leaves the database as it found it.
+DROP FUNCTION credit(jsonb), ping(), answer(jsonb), reject_payment(jsonb), note_payload(jsonb),
+    strict_handler(jsonb), fan_out(jsonb);
+DROP TABLE accounts, pings;
+DELETE FROM inbox.messages;

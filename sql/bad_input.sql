@@ -1,11 +1,6 @@
 -- Every bad input gets a clear error with a fitting SQLSTATE and writes nothing.
-CREATE FUNCTION outcome(statement text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE statement;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
 CREATE FUNCTION handled(jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
 SELECT count(*) AS markers_before FROM inbox.messages \gset
 
@@ -72,3 +67,8 @@ SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'site';
 DROP FUNCTION revoked_after_one(jsonb);
 DROP OWNED BY regress_apply_caller;
 DROP ROLE regress_apply_caller;
+
+-- Clean up: each file leaves the database as it found it.
+DROP FUNCTION handled(jsonb), victim(jsonb);
+DROP PROCEDURE handler_procedure(jsonb);
+DELETE FROM inbox.messages;

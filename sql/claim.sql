@@ -1,12 +1,11 @@
 -- inbox.claim: the marker decides first delivery vs. duplicate, in the caller's transaction.
-CREATE EXTENSION inbox;
 
 -- First delivery: true. The same message again: false.
 SELECT inbox.claim('billing', 'msg-1') AS first, inbox.claim('billing', 'msg-1') AS again;
 
 -- The consumer is part of the key: another subscriber of the same topic processes it too.
 SELECT inbox.claim('shipping', 'msg-1');
-SELECT consumer, message_id FROM inbox.messages ORDER BY consumer, message_id;
+SELECT consumer, message_id FROM inbox.messages WHERE message_id = 'msg-1' ORDER BY consumer;
 
 -- A claim that rolls back leaves no marker: the redelivery is processed.
 BEGIN;
@@ -53,3 +52,6 @@ SELECT extconfig::regclass[] AS dumped_tables FROM pg_extension WHERE extname = 
 -- Functions are not STRICT: a NULL argument must raise, never return NULL ("skip").
 SELECT proname, proisstrict FROM pg_proc
 WHERE pronamespace = 'inbox'::regnamespace ORDER BY proname;
+
+-- Clean up: each file leaves the database as it found it.
+DELETE FROM inbox.messages;

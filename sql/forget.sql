@@ -18,3 +18,6 @@ BEGIN;
 SELECT inbox.forget('audit', 'r-1');
 ROLLBACK;
 SELECT inbox.claim('audit', 'r-1') AS still_duplicate;
+
+-- Clean up: each file leaves the database as it found it.
+DELETE FROM inbox.messages;

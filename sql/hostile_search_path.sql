@@ -3,6 +3,8 @@
 -- case-insensitive collation "C", operators, functions, an aggregate, a type, a table) and puts
 -- his schema before pg_catalog in the database's search_path. Every answer stays right, and none
 -- of his objects is ever called.
+-- The counters read below are this file's alone.
+SELECT inbox.stats_reset();
 CREATE ROLE regress_hostile_owner;
 CREATE SCHEMA shadow AUTHORIZATION regress_hostile_owner;
 SET ROLE regress_hostile_owner;

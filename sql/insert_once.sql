@@ -1,5 +1,7 @@
 -- inbox.insert_once: creation under a known business key; a conflict on it is success, not news.
 -- The tables of this file live in their own schema (the regression tests share one database).
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
 CREATE SCHEMA once;
 SET search_path = once, public;
 
@@ -121,3 +123,8 @@ SELECT * FROM users WHERE id >= 200 ORDER BY id;
 RESET search_path;
 DROP OWNED BY regress_insert_once_writer;
 DROP ROLE regress_insert_once_writer;
+
+-- Clean up: each file leaves the database as it found it.
+SET client_min_messages = warning;
+DROP SCHEMA once CASCADE;
+RESET client_min_messages;

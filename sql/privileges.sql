@@ -66,3 +66,8 @@ SELECT count(*) AS recorded FROM inbox.messages WHERE message_id = 'search-path'
 DROP SCHEMA evil CASCADE;
 DROP OWNED BY regress_inbox_app;
 DROP ROLE regress_inbox_app;
+
+-- Clean up: each file leaves the database as it found it.
+DROP TABLE ledger;
+DROP FUNCTION record_entry(jsonb), privileged_handler(jsonb);
+DELETE FROM inbox.messages;

@@ -1,5 +1,6 @@
 -- Retention settings and CALL inbox.purge().
--- outcome(text) comes from bad_input.sql: SQLSTATE and message of a statement, or 'no error'.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
 
 -- Defaults, with units.
 SHOW inbox.retention;

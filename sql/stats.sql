@@ -1,5 +1,11 @@
--- inbox.stats: exact claim counters (the library is preloaded in this cluster) and the markers
--- retained. Consumers of this file start with "st-"; counters of this database start from zero.
+-- inbox.stats: exact claim counters (the temporary instance preloads the library) and the
+-- markers retained. Consumers of this file start with "st-"; counters of this database start
+-- from zero.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
+
+-- Counted before the reset: one applied, one duplicate.
+SELECT inbox.claim('st-before', 'b-1') AS first, inbox.claim('st-before', 'b-1') AS duplicate;
 SELECT clock_timestamp() AS before_reset \gset
 SELECT inbox.stats_reset();
 CREATE VIEW stats_now AS
@@ -12,6 +18,10 @@ FROM inbox.stats WHERE consumer LIKE 'st-%' OR consumer IS NULL ORDER BY consume
 SELECT count(*) > 0 AS some_consumers, bool_and(applied = 0 AND duplicates = 0) AS all_zero,
        count(duplicate_rate) AS with_rate, bool_and(stats_reset >= :'before_reset') AS reset_now
 FROM inbox.stats;
+SELECT * FROM stats_now WHERE consumer = 'st-before';
+-- Without markers or counters, a consumer is gone from the view.
+SELECT inbox.forget('st-before', 'b-1');
+SELECT count(*) AS st_before_rows FROM inbox.stats WHERE consumer = 'st-before';
 
 -- Committed claims count as applied; a false answer counts as a duplicate.
 SELECT inbox.claim('st-orders', 'o-1'), inbox.claim('st-orders', 'o-2');
@@ -138,3 +148,6 @@ DROP OWNED BY regress_inbox_monitor;
 DROP ROLE regress_inbox_monitor;
 DROP VIEW stats_now;
 DROP FUNCTION st_fail(jsonb), st_ok(jsonb);
+
+-- Clean up: each file leaves the database as it found it.
+DELETE FROM inbox.messages;

@@ -1,5 +1,7 @@
 -- inbox.upsert_versioned: a state message with a version is written once, in version order.
 -- The tables of this file live in their own schema (the regression tests share one database).
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
 CREATE SCHEMA upserts;
 SET search_path = upserts, public;
 SET TIME ZONE 'UTC';
@@ -329,3 +331,8 @@ RESET TIME ZONE;
 RESET search_path;
 DROP OWNED BY regress_upsert_writer;
 DROP ROLE regress_upsert_writer;
+
+-- Clean up: each file leaves the database as it found it.
+SET client_min_messages = warning;
+DROP SCHEMA upserts, "Billing", hostile, nested_a CASCADE;
+RESET client_min_messages;

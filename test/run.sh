@@ -8,9 +8,17 @@
 # scripts/cluster.sh). Several trees can be tested at once, and no root privileges are needed
 # beyond what is already installed.
 #
+# regress, isolation and tap are PGXS's `make installcheck`, run in a copy of the tree against
+# the private copy (its pg_config reports its own paths: PostgreSQL's binaries are relocatable).
+# Their temporary instances and TAP nodes start and stop with them. What PGXS cannot do is
+# here: the private installation, the unprivileged user, lint, unit, pgTAP (pg_prove needs a
+# running cluster: the one this script starts, shared with broker, examples and docs), the
+# other suites, and the scan of every server log for a process terminated by a signal.
+#
 # PostgreSQL refuses to run as root, so when started as root every server (and every client that
-# starts servers, such as the TAP tests) runs as the unprivileged user "postgres", in a private
-# work directory. Servers listen only on a Unix socket inside it: suites never collide on ports.
+# starts servers, such as make installcheck) runs as the unprivileged user "postgres", in a
+# private work directory. Servers listen only on Unix sockets inside it (the temporary instances
+# and TAP nodes in $work/tmp): suites never collide on ports.
 set -uo pipefail
 
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +28,11 @@ suites=("$@")
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
-cp -r "$source_dir/sql" "$source_dir/expected" "$source_dir/test" "$work/"
+# The copy of the tree that make installcheck runs in: it writes its results beside the tests.
+cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,sql,expected,test} "$work/"
+# TMPDIR of make installcheck, where pg_regress and the TAP nodes put their sockets: writable
+# by the cluster user, whatever the caller's TMPDIR is.
+mkdir "$work/tmp"
 
 # The private installation: PostgreSQL as packaged, plus this tree's extension.
 private_install "$work/root" "$source_dir" || { echo "make install failed"; exit 1; }
@@ -29,7 +41,7 @@ pgxs_dir=$private_pgxs_dir
 chown -R "$cluster_user" "$work" 2>/dev/null || true
 export PATH="$pg_bindir:$PATH"
 
-# The cluster shared by the SQL-level suites (regress, isolation, pgtap).
+# The cluster shared by pgtap, broker, examples and docs.
 socket_dir="$work/cluster"
 trap cluster_stop EXIT
 
@@ -48,27 +60,20 @@ run_unit() {
         (cd "$build" && ctest --output-on-failure)
 }
 
-# A pg_regress-style suite on the shared cluster, in database inbox_SUITE, its output in
-# $work/SUITE (the differences shown when it fails):
-#   run_regression SUITE PROGRAM INPUTDIR TEST...       PROGRAM relative to the PGXS directory
-run_regression() {
-    local suite=$1 program=$2 inputdir=$3
-    shift 3
-    as_cluster_user "$pgxs_dir/$program" --host="$socket_dir" --user=postgres \
-        --inputdir="$inputdir" --outputdir="$work/$suite" --dbname="inbox_$suite" "$@"
-    local rc=$?
-    ((rc == 0)) || cat "$work/$suite/regression.diffs" 2>/dev/null
-    return $rc
+# make installcheck in the copy of the tree, against the private installation; the arguments
+# empty the suites not wanted (REGRESS= ISOLATION= TAP_TESTS=).
+pgxs_installcheck() {
+    as_cluster_user env TMPDIR="$work/tmp" make -s --no-print-directory -C "$work" installcheck \
+        PG_CONFIG="$pg_bindir/pg_config" "$@"
 }
 
 run_regress() {
-    run_regression regress test/regress/pg_regress "$work" \
-        $(sed -n 's/^REGRESS *= *//p' "$source_dir/Makefile")
+    pgxs_installcheck ISOLATION= TAP_TESTS= || { cat "$work/regression.diffs" 2>/dev/null; false; }
 }
 
 run_isolation() {
-    run_regression isolation test/isolation/pg_isolation_regress "$work/test/isolation" \
-        $(cd "$work/test/isolation/specs" && ls *.spec | sed 's/\.spec$//')
+    pgxs_installcheck REGRESS= TAP_TESTS= ||
+        { cat "$work/output_iso/regression.diffs" 2>/dev/null; false; }
 }
 
 run_pgtap() {
@@ -78,11 +83,9 @@ run_pgtap() {
         as_cluster_user pg_prove -h "$socket_dir" -U postgres -d inbox_pgtap "$work"/test/pgtap/*.sql
 }
 
+# The TAP tests' nodes and their logs are in $work/tmp_check.
 run_tap() {
-    mkdir -p "$work/tap" && chown "$cluster_user" "$work/tap" 2>/dev/null
-    (cd "$work" && as_cluster_user env PERL5LIB="$pgxs_dir/test/perl" \
-        PG_REGRESS="$pgxs_dir/test/regress/pg_regress" TESTDIR="$work/tap" \
-        INBOX_SOURCE_DIR="$work" prove -I "$work/test/t" "$work"/test/t/*.pl)
+    pgxs_installcheck REGRESS= ISOLATION=
 }
 
 # Payments through a private RabbitMQ node, with copies, requeues and a consumer killed
@@ -119,14 +122,17 @@ run_citus() {
     mkdir -p "$work/citus-tap" && chown "$cluster_user" "$work/citus-tap" 2>/dev/null
     (cd "$work" && as_cluster_user env PERL5LIB="$pgxs_dir/test/perl" \
         PG_REGRESS="$pgxs_dir/test/regress/pg_regress" TESTDIR="$work/citus-tap" \
-        INBOX_SOURCE_DIR="$work" prove -I "$work/test/t" -I "$work/test/citus" "$work"/test/citus/*.pl)
+        prove -I "$work/test/t" -I "$work/test/citus" "$work"/test/citus/*.pl)
 }
 
-# A backend that died of a signal is a failure even when every assertion passed. Tests that
-# kill a process on purpose write its pid to $TESTDIR/deliberate-kills.
+# A backend that died of a signal is a failure even when every assertion passed, whichever
+# server's log shows it: the shared cluster's, the temporary instances' (log/, output_iso/log/),
+# the TAP nodes' (tmp_check/log/, citus-tap/tmp_check/log/). Tests that kill a process on purpose
+# record its pid in tmp_check/deliberate-kills (InboxTest::deliberately_kill).
 check_server_logs() {
     local allowed pattern found
-    allowed=$(cat "$work"/tap/deliberate-kills "$work"/citus-tap/deliberate-kills 2>/dev/null | sed 's/.*/(PID &)/' | paste -sd'|')
+    allowed=$(cat "$work"/{,citus-tap/}tmp_check/deliberate-kills 2>/dev/null |
+        sed 's/.*/(PID &)/' | paste -sd'|')
     pattern='terminated by signal'
     found=$(grep -rh --include='*.log' "$pattern" "$work" 2>/dev/null |
         { if [ -n "$allowed" ]; then grep -Ev "$allowed"; else cat; fi; })
@@ -148,7 +154,7 @@ record() {
 
 need_cluster=0
 for suite in "${suites[@]}"; do
-    case $suite in regress | isolation | pgtap | broker | examples | docs) need_cluster=1 ;; esac
+    case $suite in pgtap | broker | examples | docs) need_cluster=1 ;; esac
 done
 if ((need_cluster)); then
     cluster_start "$pg_bindir" "$socket_dir" "shared_preload_libraries = 'inbox'" "fsync = off" \

@@ -1,5 +1,5 @@
--- The public contract of SPEC.md, object by object: names, signatures and types that users and
--- their tooling depend on.
+-- The public contract as the README's SQL reference states it, object by object: the names,
+-- signatures and types that users and their tooling depend on.
 BEGIN;
 SELECT plan(18);
 

@@ -54,11 +54,13 @@ sub wait_for_next_cycle
 		"SELECT last_cycle_start > '$since' FROM inbox.workers WHERE database = '$db'");
 }
 
-# kill -9 of a server process, recorded so that the log check of the harness accepts it.
+# kill -9 of a server process, recorded in tmp_check/deliberate-kills (beside the nodes' logs,
+# and emptied with them by each run) so that the log check of test/run.sh accepts it.
 sub deliberately_kill
 {
 	my ($pid) = @_;
-	open(my $kills, '>>', "$ENV{TESTDIR}/deliberate-kills") or die "deliberate-kills: $!";
+	my $record = "${PostgreSQL::Test::Utils::tmp_check}/deliberate-kills";
+	open(my $kills, '>>', $record) or die "$record: $!";
 	print $kills "$pid\n";
 	close($kills);
 	kill 'KILL', $pid or die "could not kill $pid: $!";
