@@ -22,7 +22,7 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 # What the tests leave beyond PGXS's own list (results/, regression.*, log/, output_iso/,
 # tmp_check/, tmp_check_iso/): the regress instance, and the CMake builds of lint and unit.
-EXTRA_CLEAN = tmp_check_regress/ build/
+EXTRA_CLEAN = tmp_check_regress/ build/ $(OBJS:.o=.d)
 
 PG_CONFIG ?= pg_config
 

@@ -4,8 +4,10 @@
 #   cluster_start BINDIR DIR [postgresql.conf line ...]
 #   cluster_psql [psql args ...]          (connected as postgres to database postgres)
 #   cluster_stop
-#   private_install ROOT SOURCE_DIR       PostgreSQL as packaged plus SOURCE_DIR's extension,
-#                                         under ROOT; sets private_bindir and private_pgxs_dir
+#   private_install ROOT SOURCE_DIR [MAKE_ARG ...]
+#                                         PostgreSQL as packaged plus SOURCE_DIR's extension
+#                                         (built with the make arguments), under ROOT; sets
+#                                         private_bindir and private_pgxs_dir
 # DIR must not exist yet or be empty, and its parent must be reachable by the cluster user.
 
 if [ "$(id -u)" -eq 0 ]; then cluster_user=postgres; else cluster_user=$(id -un); fi
@@ -51,11 +53,12 @@ cluster_stop() {
 # touching (or needing root for) the system's installation.
 private_install() {
     local root=$1 source_dir=$2 dir
+    shift 2
     for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
         mkdir -p "$root$(dirname "$dir")"
         [ -e "$root$dir" ] || cp -a "$dir" "$root$dir"
     done
-    make -s -C "$source_dir" install DESTDIR="$root" >/dev/null || return 1
+    make -s -j2 -C "$source_dir" install DESTDIR="$root" "$@" >/dev/null || return 1
     private_bindir="$root$(pg_config --bindir)"
     private_pgxs_dir="$root$(dirname "$(pg_config --pgxs)")/.."
 }

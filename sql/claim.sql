@@ -30,10 +30,11 @@ SELECT inbox.claim('billing', 'ABC') AS upper, inbox.claim('billing', 'abc') AS 
 SELECT inbox.claim(repeat('c', 64), repeat('m', 128)) AS longest_ascii,
        inbox.claim(repeat(U&'\00E9', 32), repeat(U&'\00E9', 64)) AS longest_multibyte;
 
--- processed_at is the claiming transaction's time.
+-- processed_at is the claiming transaction's time, in whole seconds.
 BEGIN;
 SELECT inbox.claim('billing', 'msg-4');
-SELECT processed_at = now() AS stamped_now FROM inbox.messages WHERE message_id = 'msg-4';
+SELECT processed_at = date_trunc('second', now()) AS stamped_now
+FROM inbox.messages WHERE message_id = 'msg-4';
 COMMIT;
 
 -- A read-only transaction cannot record a marker.
@@ -41,15 +42,29 @@ BEGIN READ ONLY;
 SELECT inbox.claim('billing', 'msg-read-only');
 ROLLBACK;
 
--- The marker table: byte-wise keys, primary key, and registered for pg_dump.
-SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull, collname
+-- inbox.messages is a view with byte-wise keys over the compact store: inbox.markers, whose
+-- primary key (consumer_id, message_key) arbitrates, and the consumer registry. Both tables are
+-- registered for pg_dump.
+SELECT a.attrelid::regclass AS relation, attname, format_type(atttypid, atttypmod) AS type,
+       attnotnull, collname
 FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation AND a.attcollation <> 0
-WHERE attrelid = 'inbox.messages'::regclass AND attnum > 0 ORDER BY attnum;
-SELECT pg_get_constraintdef(oid) FROM pg_constraint
-WHERE conrelid = 'inbox.messages'::regclass AND contype = 'p';
+WHERE attrelid IN ('inbox.messages'::regclass, 'inbox.markers'::regclass,
+                   'inbox.consumer_registry'::regclass) AND attnum > 0
+ORDER BY a.attrelid::regclass::text, attnum;
+SELECT conrelid::regclass AS relation, pg_get_constraintdef(oid) FROM pg_constraint
+WHERE conrelid IN ('inbox.markers'::regclass, 'inbox.consumer_registry'::regclass)
+ORDER BY conrelid::regclass::text, 2;
+SELECT pg_get_indexdef(indexrelid) FROM pg_index
+WHERE indrelid = 'inbox.markers'::regclass ORDER BY indexrelid::regclass::text;
 SELECT extconfig::regclass[] AS dumped_tables FROM pg_extension WHERE extname = 'inbox';
+-- Nothing is evaluated per insert: no CHECK, default, trigger or expression index on the markers.
+SELECT (SELECT count(*) FROM pg_constraint WHERE conrelid = 'inbox.markers'::regclass AND contype = 'c') AS checks,
+       (SELECT count(*) FROM pg_attrdef WHERE adrelid = 'inbox.markers'::regclass) AS defaults,
+       (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'inbox.markers'::regclass) AS triggers,
+       (SELECT count(*) FROM pg_index WHERE indrelid = 'inbox.markers'::regclass AND indexprs IS NOT NULL) AS expression_indexes;
 
--- Functions are not STRICT: a NULL argument must raise, never return NULL ("skip").
+-- The functions callers use are not STRICT: a NULL argument must raise, never return NULL
+-- ("skip"). The internal helpers of the stored forms are.
 SELECT proname, proisstrict FROM pg_proc
 WHERE pronamespace = 'inbox'::regnamespace ORDER BY proname;
 

@@ -143,7 +143,6 @@ CREATE TABLE inbox.markers (
     time_offset pg_catalog."char" NOT NULL,
     message_key bytea NOT NULL
 );
-ALTER TABLE inbox.markers ALTER COLUMN message_key SET STORAGE PLAIN;
 COMMENT ON TABLE inbox.markers IS
     'Markers of processed messages, compact; read them through the view inbox.messages.';
 

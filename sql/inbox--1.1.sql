@@ -153,8 +153,6 @@ CREATE TABLE inbox.markers (
     message_key bytea NOT NULL,
     CONSTRAINT markers_pkey PRIMARY KEY (consumer_id, message_key)
 );
--- A key is at most 129 bytes: never compressed or moved out of line, so no TOAST table.
-ALTER TABLE inbox.markers ALTER COLUMN message_key SET STORAGE PLAIN;
 CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket);
 COMMENT ON TABLE inbox.markers IS
     'Markers of processed messages, compact; read them through the view inbox.messages.';

@@ -58,14 +58,17 @@ SELECT setconfig FROM pg_db_role_setting
 WHERE setrole = 'regress_purge_user'::regrole;
 ALTER ROLE regress_purge_user RESET inbox.retention;
 
--- The purge. A trigger records the transaction of every deletion, to count the transactions.
+-- The purge. A trigger on the marker store records the transaction of every deletion, to count
+-- the transactions (the ids here are plain text, stored as their bytes).
 CREATE TABLE purge_log (txid bigint, consumer text, message_id text);
 CREATE FUNCTION log_purge() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO public.purge_log VALUES (pg_catalog.txid_current(), OLD.consumer, OLD.message_id);
+    INSERT INTO public.purge_log
+    SELECT pg_catalog.txid_current(), r.name, pg_catalog.convert_from(OLD.message_key, 'UTF8')
+    FROM inbox.consumer_registry r WHERE r.id = OLD.consumer_id;
     RETURN OLD;
 END $$;
-CREATE TRIGGER log_purge AFTER DELETE ON inbox.messages FOR EACH ROW EXECUTE FUNCTION log_purge();
+CREATE TRIGGER log_purge AFTER DELETE ON inbox.markers FOR EACH ROW EXECUTE FUNCTION log_purge();
 
 CREATE PROCEDURE expire_markers() LANGUAGE sql AS $$
     DELETE FROM inbox.messages;
@@ -131,14 +134,16 @@ CALL inbox.purge();
 SELECT outcome('SELECT count(*) FROM inbox.messages');
 RESET ROLE;
 
--- The boundary: "older than the retention" is strict. The cutoff is now() - inbox.retention,
--- now() being the start of the purge's (here: the caller's) transaction.
+-- The boundary. The cutoff is now() - inbox.retention, now() being the start of the purge's
+-- (here: the caller's) transaction; a marker keeps its time in whole seconds. One whose second
+-- lies entirely before the cutoff goes; one in the cutoff's own second stays, since it may have
+-- been processed after the cutoff: a marker never goes early, and at most a second late.
 BEGIN;
 DELETE FROM inbox.messages;
 SET LOCAL inbox.retention = '1h';
 INSERT INTO inbox.messages VALUES
-    ('boundary', 'exactly-at-cutoff', now() - interval '1 hour'),
-    ('boundary', 'one-microsecond-older', now() - interval '1 hour 0.000001 s');
+    ('boundary', 'in-the-cutoffs-second', date_trunc('second', now() - interval '1 hour')),
+    ('boundary', 'the-second-before', date_trunc('second', now() - interval '1 hour') - interval '1 s');
 CALL inbox.purge();
 SELECT message_id FROM inbox.messages WHERE consumer = 'boundary';
 ROLLBACK;
@@ -158,7 +163,7 @@ RESET statement_timeout;
 SELECT count(*) AS left_behind FROM inbox.messages;
 RESET inbox.purge_batch_size;
 
-DROP TRIGGER log_purge ON inbox.messages;
+DROP TRIGGER log_purge ON inbox.markers;
 DROP TABLE purge_log;
 DROP FUNCTION log_purge(), purge_from_function();
 DROP PROCEDURE expire_markers();
@@ -173,20 +178,20 @@ BEGIN
     CREATE TEMPORARY TABLE IF NOT EXISTS planted (x int);
     RETURN NULL;
 END $$;
-CREATE TRIGGER make_temp_table AFTER INSERT OR DELETE ON inbox.messages
+CREATE TRIGGER make_temp_table AFTER INSERT OR DELETE ON inbox.markers
     FOR EACH ROW EXECUTE FUNCTION make_temp_table();
 SELECT outcome($$SELECT inbox.claim('restricted', 'r-1')$$) AS claim;
-ALTER TABLE inbox.messages DISABLE TRIGGER make_temp_table;
+ALTER TABLE inbox.markers DISABLE TRIGGER make_temp_table;
 SELECT inbox.claim('restricted', 'r-1'), inbox.claim('restricted', 'r-2');
 UPDATE inbox.messages SET processed_at = now() - interval '2 hours' WHERE message_id = 'r-2';
-ALTER TABLE inbox.messages ENABLE TRIGGER make_temp_table;
+ALTER TABLE inbox.markers ENABLE TRIGGER make_temp_table;
 SELECT outcome($$SELECT inbox.forget('restricted', 'r-1')$$) AS forget;
 SET inbox.retention = '1h';
 SELECT outcome('CALL inbox.purge()') AS purge;
 RESET inbox.retention;
 SELECT message_id FROM inbox.messages WHERE consumer = 'restricted' ORDER BY message_id;
 SELECT count(*) AS planted_tables FROM pg_class WHERE relname = 'planted';
-DROP TRIGGER make_temp_table ON inbox.messages;
+DROP TRIGGER make_temp_table ON inbox.markers;
 DROP FUNCTION make_temp_table();
 DELETE FROM inbox.messages;
 

@@ -19,7 +19,8 @@ SELECT count(*) > 0 AS some_consumers, bool_and(applied = 0 AND duplicates = 0) 
        count(duplicate_rate) AS with_rate, bool_and(stats_reset >= :'before_reset') AS reset_now
 FROM inbox.stats;
 SELECT * FROM stats_now WHERE consumer = 'st-before';
--- Without markers or counters, a consumer is gone from the view.
+-- Without markers or counters, a registered consumer keeps its row, with nothing counted and
+-- nothing retained.
 SELECT inbox.forget('st-before', 'b-1');
 SELECT count(*) AS st_before_rows FROM inbox.stats WHERE consumer = 'st-before';
 
@@ -100,7 +101,7 @@ SELECT * FROM stats_now WHERE consumer = 'st-gone';
 -- ANALYZE scaled to the table's current size (exact here: ANALYZE saw every row).
 INSERT INTO inbox.messages (consumer, message_id)
 SELECT 'st-big', 'm-' || g FROM generate_series(1, 3000) g;
-ANALYZE inbox.messages;
+ANALYZE inbox.markers;
 SELECT consumer, retained BETWEEN 2970 AND 3030 AS close_estimate, retained > 1000 AS above_exact
 FROM inbox.stats WHERE consumer = 'st-big';
 SELECT consumer, retained FROM inbox.stats WHERE consumer = 'st-orders';

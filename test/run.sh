@@ -29,13 +29,16 @@ suites=("$@")
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
 # The copy of the tree that make installcheck runs in: it writes its results beside the tests.
-cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,sql,expected,test} "$work/"
+cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,src,sql,expected,test} "$work/"
+rm -f "$work"/src/*.[od] "$work"/src/pg/*.[od]
 # TMPDIR of make installcheck, where pg_regress and the TAP nodes put their sockets: writable
 # by the cluster user, whatever the caller's TMPDIR is.
 mkdir "$work/tmp"
 
-# The private installation: PostgreSQL as packaged, plus this tree's extension.
-private_install "$work/root" "$source_dir" || { echo "make install failed"; exit 1; }
+# The private installation: PostgreSQL as packaged, plus this tree's extension built with
+# assertions (PostgreSQL's Assert, on in our code only), which the tests then exercise.
+private_install "$work/root" "$work" PG_CPPFLAGS=-DUSE_ASSERT_CHECKING ||
+    { echo "make install failed"; exit 1; }
 pg_bindir=$private_bindir
 pgxs_dir=$private_pgxs_dir
 chown -R "$cluster_user" "$work" 2>/dev/null || true

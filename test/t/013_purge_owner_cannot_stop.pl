@@ -8,6 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use InboxTest;
 
 my $node = inbox_node('owner', <<'EOF_CONF');
@@ -72,16 +73,31 @@ for my $db (qw(shop control exempt))
 	write_markers($db, [ 'a', 500, '1 hour' ], [ 'A', 500, '1 hour' ], [ 'fresh', 5, '0 s' ]);
 }
 
-# The count lifts the owner's statement_timeout of 1 ms, which it can exceed (the poll just
-# asks again).
+# The checks run as a role of their own, exempt (ALTER ROLE ... IN DATABASE) from the owner's
+# settings that the worker must pin for itself: the bootstrap superuser, as whom the worker
+# connects, keeps the database's settings.
+$node->safe_psql('postgres', q{
+	CREATE ROLE checker SUPERUSER LOGIN;
+	ALTER ROLE checker IN DATABASE shop SET statement_timeout = 0;
+	ALTER ROLE checker IN DATABASE shop SET default_transaction_read_only = off;
+	ALTER ROLE checker IN DATABASE shop SET search_path = pg_catalog;
+});
+sub poll_as_checker
+{
+	my ($db, $query) = @_;
+	for (1 .. 1800)
+	{
+		return 1 if $node->safe_psql($db, $query, extra_params => [ '-U', 'checker' ]) eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
 for my $db (qw(control shop))
 {
-	ok( $node->poll_query_until($db,
-			"SELECT count(*) = 0 FROM inbox.messages WHERE consumer IN ('a', 'A')", 't'),
+	ok(poll_as_checker($db, "SELECT count(*) = 0 FROM inbox.messages WHERE consumer IN ('a', 'A')"),
 		"$db: expired markers of both consumers are purged");
-	is( $node->safe_psql($db,
-			"SET statement_timeout = 0; "
-			  . "SELECT count(*) FROM inbox.messages WHERE consumer = 'fresh'"),
+	is( $node->safe_psql($db, "SELECT count(*) FROM inbox.messages WHERE consumer = 'fresh'",
+			extra_params => [ '-U', 'checker' ]),
 		5, "$db: fresh markers stay");
 }
 $node->wait_for_log(
