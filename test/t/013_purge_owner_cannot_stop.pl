@@ -134,7 +134,7 @@ $node->safe_psql('control', q{
 		CREATE TEMPORARY TABLE IF NOT EXISTS planted (x int);
 		RETURN NULL;
 	END $$;
-	CREATE TRIGGER make_temp_table AFTER DELETE ON inbox.messages
+	CREATE TRIGGER make_temp_table AFTER DELETE ON inbox.markers
 		FOR EACH ROW EXECUTE FUNCTION make_temp_table();
 });
 add_markers($node, 'control', 'guarded', 20, '1 hour');
