@@ -5,14 +5,21 @@ INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
+	src/pg/state_file.cpp \
 	src/message_key.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
 	src/consumer_registrar.cpp \
 	src/marker_forms.cpp \
+	src/marker_ops.cpp \
+	src/handler.cpp \
 	src/claim.cpp \
+	src/outcome.cpp \
+	src/receive.cpp \
+	src/claim_batch.cpp \
 	src/stats_table.cpp \
-	src/stats_pending.cpp \
+	src/pending_claims.cpp \
+	src/attempts_table.cpp \
 	src/stats_functions.cpp \
 	src/upsert_statement.cpp \
 	src/upsert_table.cpp \

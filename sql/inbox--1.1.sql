@@ -294,7 +294,8 @@ REVOKE ALL ON FUNCTION inbox.forget(text, text) FROM PUBLIC;
 
 CREATE FUNCTION inbox.stats_counters(OUT consumer text, OUT applied bigint,
                                      OUT duplicates bigint, OUT last_duplicate_at timestamptz,
-                                     OUT stats_reset timestamptz)
+                                     OUT stats_reset timestamptz, OUT in_progress bigint,
+                                     OUT payload_mismatches bigint, OUT poisoned bigint)
 RETURNS SETOF record
 LANGUAGE c VOLATILE PARALLEL SAFE ROWS 10
 AS 'MODULE_PATHNAME', 'inbox_stats_counters';
@@ -316,7 +317,7 @@ COMMENT ON FUNCTION inbox.stats_reset() IS
 CREATE VIEW inbox.stats AS
 WITH counters AS (
     SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
-           k.last_duplicate_at, k.stats_reset
+           k.last_duplicate_at, k.stats_reset, k.in_progress, k.payload_mismatches, k.poisoned
     FROM inbox.stats_counters() k
 ),
 -- At most one row; none without the preload. Its counts are those of untracked consumers.
@@ -376,7 +377,10 @@ SELECT c.consumer,
                WHERE o.consumer_id OPERATOR(pg_catalog.=) c.id)
         GROUP BY m.time_bucket) AS oldest_processed_at,
        k.last_duplicate_at,
-       d.stats_reset
+       d.stats_reset,
+       coalesce(k.in_progress, untracked.none_counted) AS in_progress,
+       coalesce(k.payload_mismatches, untracked.none_counted) AS payload_mismatches,
+       coalesce(k.poisoned, untracked.none_counted) AS poisoned
 FROM consumers c
 LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
 LEFT JOIN database_counters d ON true
@@ -384,6 +388,9 @@ LEFT JOIN database_counters d ON true
 -- to the untracked row: then its numbers are unknown.
 CROSS JOIN LATERAL (
     SELECT CASE WHEN d.applied OPERATOR(pg_catalog.=) 0 AND d.duplicates OPERATOR(pg_catalog.=) 0
+                 AND d.in_progress OPERATOR(pg_catalog.=) 0
+                 AND d.payload_mismatches OPERATOR(pg_catalog.=) 0
+                 AND d.poisoned OPERATOR(pg_catalog.=) 0
                 THEN 0::pg_catalog.int8 END AS none_counted
 ) untracked
 CROSS JOIN LATERAL (
@@ -394,9 +401,12 @@ UNION ALL
 SELECT NULL, d.applied, d.duplicates,
        d.duplicates::pg_catalog.float8
            OPERATOR(pg_catalog./) nullif(d.applied OPERATOR(pg_catalog.+) d.duplicates, 0),
-       NULL, NULL, d.last_duplicate_at, d.stats_reset
+       NULL, NULL, d.last_duplicate_at, d.stats_reset, d.in_progress, d.payload_mismatches,
+       d.poisoned
 FROM database_counters d
-WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0;
+WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0
+   OR d.in_progress OPERATOR(pg_catalog.>) 0 OR d.payload_mismatches OPERATOR(pg_catalog.>) 0
+   OR d.poisoned OPERATOR(pg_catalog.>) 0;
 COMMENT ON VIEW inbox.stats IS
     'Per consumer: committed claims, duplicates, their rate, markers retained and the oldest.';
 
@@ -473,3 +483,92 @@ REVOKE ALL ON FUNCTION inbox.schedule_purge(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.unschedule_purge() FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.worker_status() FROM PUBLIC;
 REVOKE ALL ON inbox.workers FROM PUBLIC;
+
+-- =============================================================================================
+-- Every outcome of a delivery: inbox.receive and inbox.complete, the batches, and the failed
+-- attempts that survive a rollback (README, "Outcomes").
+-- =============================================================================================
+
+CREATE TYPE inbox.outcome AS ENUM
+    ('processed', 'duplicate', 'in_progress', 'payload_mismatch', 'poisoned', 'failed');
+COMMENT ON TYPE inbox.outcome IS
+    'What became of a delivery: processed (do the work now), duplicate, in_progress, payload_mismatch, poisoned, failed.';
+CREATE TYPE inbox.receipt AS (outcome inbox.outcome, result jsonb, attempts integer);
+COMMENT ON TYPE inbox.receipt IS
+    'The answer of inbox.receive: the outcome, the stored result of a duplicate, the earlier failures.';
+
+-- What a marker keeps beyond itself, only for the markers that use it: the fingerprint of the
+-- payload it was received with, and the result stored by inbox.complete. It carries its
+-- marker's time, so that the purge takes both together.
+CREATE TABLE inbox.marker_details (
+    time_bucket integer NOT NULL,
+    consumer_id smallint NOT NULL,
+    time_offset pg_catalog."char" NOT NULL,
+    message_key bytea NOT NULL,
+    fingerprint bigint,
+    result jsonb,
+    CONSTRAINT marker_details_pkey PRIMARY KEY (consumer_id, message_key)
+);
+CREATE INDEX marker_details_retention ON inbox.marker_details (consumer_id, time_bucket);
+COMMENT ON TABLE inbox.marker_details IS
+    'Payload fingerprints and stored results of the markers that have them.';
+SELECT pg_catalog.pg_extension_config_dump('inbox.marker_details', '');
+
+CREATE FUNCTION inbox.receive(consumer text, message_id text, payload jsonb DEFAULT NULL,
+                              wait boolean DEFAULT true)
+RETURNS inbox.receipt
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_receive';
+COMMENT ON FUNCTION inbox.receive(text, text, jsonb, boolean) IS
+    'The claim with every outcome: processed, duplicate (with its stored result), in_progress, payload_mismatch, poisoned.';
+
+CREATE FUNCTION inbox.complete(consumer text, message_id text, result jsonb)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_complete';
+COMMENT ON FUNCTION inbox.complete(text, text, jsonb) IS
+    'Stores the result of the work with the marker, in this transaction: every later copy is answered with it.';
+
+CREATE FUNCTION inbox.claim_batch(consumer text, message_ids text[])
+RETURNS SETOF text
+LANGUAGE c VOLATILE PARALLEL UNSAFE ROWS 100
+AS 'MODULE_PATHNAME', 'inbox_claim_batch';
+COMMENT ON FUNCTION inbox.claim_batch(text, text[]) IS
+    'Claims many messages in one call: the ids claimed now, each once, in the order given.';
+
+CREATE FUNCTION inbox.apply_batch(consumer text, fn regprocedure, messages jsonb)
+RETURNS TABLE (message_id text, outcome inbox.outcome, sqlstate text, message text)
+LANGUAGE c VOLATILE PARALLEL UNSAFE ROWS 100
+AS 'MODULE_PATHNAME', 'inbox_apply_batch';
+COMMENT ON FUNCTION inbox.apply_batch(text, regprocedure, jsonb) IS
+    'Claims and handles each {"id", "payload"} of a JSON array on its own: a failing handler is rolled back alone.';
+
+CREATE FUNCTION inbox.attempt_entries(OUT consumer_id smallint, OUT message_key bytea,
+                                      OUT failures integer, OUT last_sqlstate text,
+                                      OUT last_message text, OUT last_failed_at timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL SAFE ROWS 10
+AS 'MODULE_PATHNAME', 'inbox_attempt_entries';
+COMMENT ON FUNCTION inbox.attempt_entries() IS
+    'The failed attempts kept for this database (shared memory; none without shared_preload_libraries).';
+
+CREATE VIEW inbox.attempts AS
+SELECT r.name AS consumer,
+       CASE WHEN pg_catalog.length(a.message_key) OPERATOR(pg_catalog.=) 16
+            THEN pg_catalog.encode(a.message_key, 'hex')::pg_catalog.uuid::pg_catalog.text
+            WHEN pg_catalog.length(a.message_key) OPERATOR(pg_catalog.=) 17
+             AND pg_catalog.get_byte(a.message_key, 16) OPERATOR(pg_catalog.=) 0
+            THEN pg_catalog.convert_from(pg_catalog.substr(a.message_key, 1, 16),
+                                         pg_catalog.getdatabaseencoding())
+            ELSE pg_catalog.convert_from(a.message_key, pg_catalog.getdatabaseencoding())
+       END COLLATE pg_catalog."C" AS message_id,
+       a.failures, a.last_sqlstate, a.last_message, a.last_failed_at
+FROM inbox.attempt_entries() a
+JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) a.consumer_id;
+COMMENT ON VIEW inbox.attempts IS
+    'Messages whose deliveries failed and are not processed yet: how often, and the last error.';
+
+REVOKE ALL ON inbox.marker_details, inbox.attempts FROM PUBLIC;
+REVOKE ALL ON FUNCTION inbox.receive(text, text, jsonb, boolean),
+    inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
+    inbox.apply_batch(text, regprocedure, jsonb), inbox.attempt_entries() FROM PUBLIC;

@@ -9,3 +9,5 @@ extern "C" {
 
 text* require_consumer_key(FunctionCallInfo fcinfo, int argno);
 text* require_message_id(FunctionCallInfo fcinfo, int argno);
+// A message id given inside another argument (an array, a JSON batch).
+text* require_message_id_value(text* message_id);

@@ -35,7 +35,7 @@ struct CachedName {
 
 struct CachedConsumer {
     CachedName key;
-    int16 id;
+    Consumer consumer;
 };
 
 HTAB* cache = nullptr;
@@ -66,9 +66,9 @@ HTAB* consumer_cache() {
     return cache;
 }
 
-MarkerStatement find_consumer = {
+MarkerStatement find_consumer_row = {
     .sql =
-        "SELECT id, xmin FROM inbox.consumer_registry "
+        "SELECT id, xmin, max_attempts FROM inbox.consumer_registry "
         "WHERE name OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\"",
     .nargs = 1,
     .argtypes = {TEXTOID},
@@ -76,50 +76,54 @@ MarkerStatement find_consumer = {
 
 // ON CONFLICT waits for a concurrent first claim of the same consumer: if that one commits,
 // nothing is inserted here and the lookup that follows finds its row.
-MarkerStatement register_consumer = {.sql =
-                                         "INSERT INTO inbox.consumer_registry (name) VALUES ($1) "
-                                         "ON CONFLICT (name) DO NOTHING RETURNING id, xmin",
-                                     .nargs = 1,
-                                     .argtypes = {TEXTOID},
-                                     .plan = nullptr};
+MarkerStatement register_consumer = {
+    .sql =
+        "INSERT INTO inbox.consumer_registry (name) VALUES ($1) "
+        "ON CONFLICT (name) DO NOTHING RETURNING id, xmin, max_attempts",
+    .nargs = 1,
+    .argtypes = {TEXTOID},
+    .plan = nullptr};
 
-// The id from the first row of the last statement; *committed is false when this transaction
-// wrote the row.
-bool read_id(int16* id, bool* committed) {
+// The consumer in the first row of the last statement; *committed is false when this
+// transaction wrote the row.
+bool read_consumer(Consumer* found, bool* committed) {
     if (SPI_processed == 0) return false;
     bool isnull = false;
     HeapTuple row = SPI_tuptable->vals[0];
-    *id = DatumGetInt16(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+    found->id = DatumGetInt16(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
     TransactionId writer =
         DatumGetTransactionId(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+    Datum max_attempts = SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull);
+    found->max_attempts = isnull ? 0 : DatumGetInt32(max_attempts);
     *committed = !TransactionIdIsCurrentTransactionId(writer);
     return true;
 }
 
-// The id as the registry has it, registering the consumer when asked to.
-bool registry_id(text* consumer, bool register_new, int16* id, bool* committed) {
+// The consumer as the registry has it, registering it when asked to.
+bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool* committed) {
     Datum name = PointerGetDatum(consumer);
-    execute_as_store_owner(&find_consumer, &name);
-    if (read_id(id, committed) || !register_new) return SPI_processed > 0;
+    execute_as_store_owner(&find_consumer_row, &name);
+    if (read_consumer(found, committed)) return true;
+    if (!register_new) return false;
     execute_as_store_owner(&register_consumer, &name);
-    if (read_id(id, committed)) return true;
-    execute_as_store_owner(&find_consumer, &name);
-    if (read_id(id, committed)) return true;
+    if (read_consumer(found, committed)) return true;
+    execute_as_store_owner(&find_consumer_row, &name);
+    if (read_consumer(found, committed)) return true;
     elog(ERROR, "consumer \"%s\" could not be registered", text_to_cstring(consumer));
 }
 
 }  // namespace
 
 int16 register_consumer_now(text* consumer) {
-    int16 id = 0;
+    Consumer found = {0, 0};
     bool committed = false;
     pg::spi_connect();
-    registry_id(consumer, true, &id, &committed);
+    registry_consumer(consumer, true, &found, &committed);
     SPI_finish();
-    return id;
+    return found.id;
 }
 
-bool consumer_id(text* consumer, bool register_new, int16* id) {
+bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     CachedName key;
     std::size_t length = VARSIZE_ANY_EXHDR(consumer);
     Assert(length <= inbox::max_consumer_bytes);  // the caller validated the key
@@ -128,20 +132,23 @@ bool consumer_id(text* consumer, bool register_new, int16* id) {
     HTAB* consumers = consumer_cache();
     auto* cached = static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr));
     if (cached != nullptr) {
-        *id = cached->id;
+        *found = cached->consumer;
         return true;
     }
     bool committed = false;
-    if (!registry_id(consumer, false, id, &committed)) {
+    if (!registry_consumer(consumer, false, found, &committed)) {
         if (!register_new) return false;
-        committed = register_in_own_transaction(consumer, id);
-        if (!committed) registry_id(consumer, true, id, &committed);
+        // Registered and committed elsewhere; not read back (this transaction's snapshot may
+        // not see it), so its id is known and its limit is the default of a new consumer: none.
+        committed = register_in_own_transaction(consumer, &found->id);
+        found->max_attempts = 0;
+        if (!committed) registry_consumer(consumer, true, found, &committed);
     }
     if (committed) {
         // The statements may have delivered invalidations that dropped the cache.
         auto* entry =
             static_cast<CachedConsumer*>(hash_search(consumer_cache(), &key, HASH_ENTER, nullptr));
-        entry->id = *id;
+        entry->consumer = *found;
     }
     return true;
 }
@@ -196,9 +203,9 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     require_compact_store();
 
     pg::spi_connect();
-    int16 id = 0;
-    consumer_id(consumer, true, &id);
-    values[0] = Int16GetDatum(id);
+    Consumer configured = {0, 0};
+    find_consumer(consumer, true, &configured);
+    values[0] = Int16GetDatum(configured.id);
     execute_as_store_owner(&configure, values, nulls);
     SPI_finish();
     // Every backend re-reads what it caches of the registry.

@@ -9,10 +9,16 @@ extern "C" {
 #include "fmgr.h"
 }
 
-// The id of `consumer` (a validated key) through the backend's cache, in the caller's SPI
-// connection. When it is not registered: registers it when `register_new` (in a transaction of
-// its own where possible, consumer_registrar.hpp), else returns false.
-bool consumer_id(text* consumer, bool register_new, int16* id);
+// What the markers and the attempts need of a registered consumer.
+struct Consumer {
+    int16 id;
+    int32 max_attempts;  // 0: no limit
+};
+
+// The consumer named `consumer` (a validated key) through the backend's cache, in the caller's
+// SPI connection. When it is not registered: registers it when `register_new` (in a transaction
+// of its own where possible, consumer_registrar.hpp), else returns false.
+bool find_consumer(text* consumer, bool register_new, Consumer* found);
 
 // Registers `consumer` (any name) in the current transaction when it is new; its id.
 int16 register_consumer_now(text* consumer);

@@ -37,7 +37,7 @@ Oid lock_marker_table(LOCKMODE mode);
 struct MarkerStatement {
     const char* sql;
     int nargs;
-    Oid argtypes[4];
+    Oid argtypes[5];
     SPIPlanPtr plan;
 };
 

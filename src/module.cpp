@@ -10,6 +10,7 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
+#include "attempts_table.hpp"
 #include "pg/shared_memory.hpp"
 #include "purge_status.hpp"
 #include "purge_worker.hpp"
@@ -24,6 +25,7 @@ void _PG_init(void) {
     if (!process_shared_preload_libraries_in_progress) return;
 
     request_stats_memory();
+    request_attempts_memory();
     request_purge_status_memory();
     pg::install_shared_memory();
     register_purge_launcher();

@@ -80,6 +80,15 @@ MarkerStatement delete_expired_markers = {
     .nargs = 4,
     .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
     .plan = nullptr};
+// What the expired markers kept beside them (fingerprints, results), which carries their time.
+MarkerStatement delete_expired_details = {
+    .sql =
+        "DELETE FROM inbox.marker_details WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+        "SELECT ctid FROM inbox.marker_details WHERE " EXPIRED_MARKER
+        " LIMIT $4)) AND " EXPIRED_MARKER,
+    .nargs = 4,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
+    .plan = nullptr};
 #undef EXPIRED_MARKER
 
 // ---- a database still at 1.0: consumers by name, one retention ------------------------------
@@ -160,20 +169,24 @@ bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     return true;
 }
 
-// Deletes up to `limit` expired markers of the cursor's consumer; returns how many went.
-int64 delete_expired(const ConsumerCursor* cursor, int64 limit) {
-    if (marker_store()->layout == MarkerLayout::compact) {
-        inbox::MarkerTime first_kept = inbox::first_kept(cursor->cutoff);
-        Datum values[4] = {Int16GetDatum(cursor->consumer_id), Int32GetDatum(first_kept.bucket),
-                           CharGetDatum(static_cast<char>(first_kept.offset)),
-                           Int64GetDatum(limit)};
-        execute_as_store_owner(&delete_expired_markers, values);
-    } else {
+// Deletes up to `limit` expired markers of the cursor's consumer, and up to as many of the
+// details kept beside them; returns how many markers went. *more: either table may hold more.
+int64 delete_expired(const ConsumerCursor* cursor, int64 limit, bool* more) {
+    if (marker_store()->layout == MarkerLayout::version_1_0) {
         Datum values[3] = {PointerGetDatum(cursor->consumer_name),
                            TimestampTzGetDatum(cursor->cutoff), Int64GetDatum(limit)};
         execute_as_store_owner(&delete_expired_1_0, values);
+        *more = static_cast<int64>(SPI_processed) == limit;
+        return static_cast<int64>(SPI_processed);
     }
-    return static_cast<int64>(SPI_processed);
+    inbox::MarkerTime first_kept = inbox::first_kept(cursor->cutoff);
+    Datum values[4] = {Int16GetDatum(cursor->consumer_id), Int32GetDatum(first_kept.bucket),
+                       CharGetDatum(static_cast<char>(first_kept.offset)), Int64GetDatum(limit)};
+    execute_as_store_owner(&delete_expired_markers, values);
+    auto markers = static_cast<int64>(SPI_processed);
+    execute_as_store_owner(&delete_expired_details, values);
+    *more = markers == limit || static_cast<int64>(SPI_processed) == limit;
+    return markers;
 }
 
 bool past(TimestampTz deadline) {
@@ -199,9 +212,11 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
             break;
         }
         int64 limit = run->batch_size - *deleted;
-        int64 removed = delete_expired(cursor, limit);
+        bool more = false;
+        int64 removed = delete_expired(cursor, limit, &more);
         *deleted += removed;
-        if (removed < limit) cursor->positioned = false;  // this consumer is done
+        if (!more) cursor->positioned = false;  // this consumer is done
+        if (more && removed == 0) break;        // only details were left: the next batch goes on
     }
     SPI_finish();
     PopActiveSnapshot();

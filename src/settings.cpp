@@ -17,6 +17,7 @@ bool purge_worker_enabled = true;
 int purge_log_level = LOG;
 bool track_stats = true;
 int stats_max_consumers = 1000;
+int attempts_max_messages = 10000;
 
 namespace {
 
@@ -67,6 +68,11 @@ void define_statistics_settings() {
         "Claims of further consumers are counted together, per database, in inbox.stats' row "
         "with a NULL consumer.",
         &stats_max_consumers, 1000, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "inbox.max_failed_messages",
+        "Messages whose failed attempts are counted, all databases together.",
+        "When more messages fail, the one whose last failure is the oldest is forgotten.",
+        &attempts_max_messages, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
 }  // namespace

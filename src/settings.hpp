@@ -17,6 +17,10 @@ extern bool track_stats;
 // only when the library is preloaded).
 extern int stats_max_consumers;
 
+// Messages whose failed attempts are kept, all databases together (postmaster setting; defined
+// only when the library is preloaded).
+extern int attempts_max_messages;
+
 // From _PG_init, before the prefix is reserved: every setting is defined whenever the library
 // is loaded (so that CALL inbox.purge() follows them without the preload too), the postmaster
 // ones only while shared_preload_libraries is processed.

@@ -14,12 +14,15 @@ extern "C" {
 
 namespace {
 
-constexpr int counter_columns = 5;  // consumer, applied, duplicates, last_duplicate_at, stats_reset
+// consumer, applied, duplicates, last_duplicate_at, stats_reset, in_progress,
+// payload_mismatches, poisoned. A database still at 1.0 declares the first five: a row takes as
+// many values as the declared result has columns.
+constexpr int counter_columns = 8;
 
 void put_row(ReturnSetInfo* result, const char* consumer, const StatsCounters& counters,
              TimestampTz counting_since) {
     Datum values[counter_columns];
-    bool nulls[counter_columns] = {false, false, false, false, false};
+    bool nulls[counter_columns] = {};
     if (consumer != nullptr)
         values[0] = CStringGetTextDatum(consumer);
     else
@@ -31,6 +34,9 @@ void put_row(ReturnSetInfo* result, const char* consumer, const StatsCounters& c
     else
         nulls[3] = true;
     values[4] = TimestampTzGetDatum(counting_since);
+    values[5] = Int64GetDatum(counters.in_progress);
+    values[6] = Int64GetDatum(counters.payload_mismatches);
+    values[7] = Int64GetDatum(counters.poisoned);
     tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
 }
 

@@ -2,11 +2,8 @@
 // them across a clean restart. See stats_table.hpp.
 extern "C" {
 #include "postgres.h"
-#include "catalog/pg_control.h"
-#include "common/controldata_utils.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -15,10 +12,10 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include <cerrno>
 #include <cstring>
 
 #include "pg/shared_memory.hpp"
+#include "pg/state_file.hpp"
 #include "settings.hpp"
 #include "stats_table.hpp"
 
@@ -34,7 +31,7 @@ constexpr const char* segment_name = "inbox_stats";
 // Written at clean shutdown, read and removed at startup: a crash restart starts from zero.
 #define STATS_DUMP_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/inbox_stats.stat"
 constexpr uint32 dump_file_magic = 0x494e4253;  // "INBS"
-constexpr uint32 dump_file_version = 1;
+constexpr uint32 dump_file_version = 2;         // 2: the outcome counters of 1.1
 
 // Zero-padded so that the whole struct can be hashed as bytes.
 struct StatsKey {
@@ -103,7 +100,7 @@ StatsEntry* make_counting_entry(const StatsKey& key) {
     entry = static_cast<StatsEntry*>(hash_search(table, &target, HASH_ENTER_NULL, &found));
     if (entry == nullptr || found) return entry;
     SpinLockInit(&entry->mutex);
-    entry->counters = StatsCounters{0, 0, 0};
+    entry->counters = StatsCounters{};
     entry->reset_at = 0;
     if (!is_database_row(target)) shared->consumer_entries++;
     return entry;
@@ -113,83 +110,70 @@ void add_counters(StatsEntry* entry, const StatsCounters& delta) {
     SpinLockAcquire(&entry->mutex);
     entry->counters.applied += delta.applied;
     entry->counters.duplicates += delta.duplicates;
+    entry->counters.in_progress += delta.in_progress;
+    entry->counters.payload_mismatches += delta.payload_mismatches;
+    entry->counters.poisoned += delta.poisoned;
     if (delta.last_duplicate_at > entry->counters.last_duplicate_at)
         entry->counters.last_duplicate_at = delta.last_duplicate_at;
     SpinLockRelease(&entry->mutex);
 }
 
+// Counters of 1.0's library, as its state file holds them.
+struct DumpedEntryVersion1 {
+    StatsKey key;
+    struct {
+        int64 applied;
+        int64 duplicates;
+        TimestampTz last_duplicate_at;
+    } counters;
+    TimestampTz reset_at;
+};
+
 void save_counters(int code, Datum) {
     if (code != 0 || table == nullptr) return;  // never after a crash
-
-    FILE* file = AllocateFile(STATS_DUMP_FILE ".tmp", PG_BINARY_W);
-    if (file == nullptr) {
-        ereport(LOG, (errcode_for_file_access(),
-                      errmsg("could not write inbox statistics file \"%s\": %m",
-                             STATS_DUMP_FILE ".tmp")));
-        return;
-    }
+    pg::StateFileWriter writer;
+    if (!pg::begin_state_file(&writer, STATS_DUMP_FILE, dump_file_magic, dump_file_version)) return;
     auto count = static_cast<int32>(hash_get_num_entries(table));  // bounded by max_consumers
-    bool ok = fwrite(&dump_file_magic, sizeof(uint32), 1, file) == 1 &&
-              fwrite(&dump_file_version, sizeof(uint32), 1, file) == 1 &&
-              fwrite(&shared->counting_since, sizeof(TimestampTz), 1, file) == 1 &&
-              fwrite(&count, sizeof(int32), 1, file) == 1;
+    pg::write_state(&writer, &shared->counting_since, sizeof(TimestampTz));
+    pg::write_state(&writer, &count, sizeof(int32));
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, table);
     while (auto* entry = static_cast<StatsEntry*>(hash_seq_search(&scan))) {
         DumpedEntry dumped{entry->key, entry->counters, entry->reset_at};
-        if (ok) ok = fwrite(&dumped, sizeof(dumped), 1, file) == 1;
+        pg::write_state(&writer, &dumped, sizeof(dumped));
     }
-    if (FreeFile(file) != 0) ok = false;
-    if (ok) {
-        (void)durable_rename(STATS_DUMP_FILE ".tmp", STATS_DUMP_FILE, LOG);
-    } else {
-        ereport(LOG, (errcode_for_file_access(),
-                      errmsg("could not write inbox statistics file \"%s\": %m",
-                             STATS_DUMP_FILE ".tmp")));
-        unlink(STATS_DUMP_FILE ".tmp");
-    }
+    pg::finish_state_file(&writer);
 }
 
-// The file is trusted only after a clean shutdown. An immediate shutdown also exits the
-// postmaster normally (and so writes the file), but is followed by crash recovery: like
-// PostgreSQL's own statistics, the counters then start from zero.
-bool shut_down_cleanly() {
-    bool crc_ok;
-    ControlFileData* control = get_controlfile(DataDir, &crc_ok);
-    bool clean =
-        crc_ok && (control->state == DB_SHUTDOWNED || control->state == DB_SHUTDOWNED_IN_RECOVERY);
-    pfree(control);
-    return clean;
+// One saved entry, of the file's version.
+bool read_entry(FILE* file, uint32 version, DumpedEntry* dumped) {
+    if (version == dump_file_version) return pg::read_state(file, dumped, sizeof(*dumped));
+    DumpedEntryVersion1 old;
+    if (!pg::read_state(file, &old, sizeof(old))) return false;
+    *dumped = DumpedEntry{old.key, StatsCounters{}, old.reset_at};
+    dumped->counters.applied = old.counters.applied;
+    dumped->counters.duplicates = old.counters.duplicates;
+    dumped->counters.last_duplicate_at = old.counters.last_duplicate_at;
+    return true;
 }
 
 // In the postmaster, before any backend exists. Entries beyond a lowered inbox.max_consumers
-// are added to their database row, as new consumers would be.
+// are added to their database row, as new consumers would be. Counters saved by 1.0's library
+// (version 1) are read too, so that a package update keeps them.
 void load_counters() {
     shared->counting_since = GetCurrentTimestamp();
-    if (!shut_down_cleanly()) {
-        unlink(STATS_DUMP_FILE);
-        return;
-    }
-    FILE* file = AllocateFile(STATS_DUMP_FILE, PG_BINARY_R);
-    if (file == nullptr) {
-        if (errno != ENOENT)
-            ereport(LOG,
-                    (errcode_for_file_access(),
-                     errmsg("could not read inbox statistics file \"%s\": %m", STATS_DUMP_FILE)));
-        return;
-    }
-    uint32 magic = 0, version = 0;
+    uint32 version = 0;
+    FILE* file = pg::open_state_file(STATS_DUMP_FILE, dump_file_magic, &version);
+    if (file == nullptr) return;
     TimestampTz counting_since = 0;
     int32 count = 0;
-    bool ok = fread(&magic, sizeof(uint32), 1, file) == 1 &&
-              fread(&version, sizeof(uint32), 1, file) == 1 &&
-              fread(&counting_since, sizeof(TimestampTz), 1, file) == 1 &&
-              fread(&count, sizeof(int32), 1, file) == 1 && magic == dump_file_magic &&
-              version == dump_file_version;
+    bool ok = (version == 1 || version == dump_file_version) &&
+              pg::read_state(file, &counting_since, sizeof(TimestampTz)) &&
+              pg::read_state(file, &count, sizeof(int32));
     if (ok) shared->counting_since = counting_since;
     for (int32 i = 0; ok && i < count; i++) {
         DumpedEntry dumped;
-        ok = fread(&dumped, sizeof(dumped), 1, file) == 1;
+        ok = read_entry(file, version, &dumped);
         if (!ok) break;
         StatsEntry* entry = make_counting_entry(dumped.key);
         if (entry == nullptr) continue;
@@ -197,13 +181,7 @@ void load_counters() {
         if (is_database_row(entry->key) && is_database_row(dumped.key))
             entry->reset_at = dumped.reset_at;
     }
-    if (!ok)
-        ereport(LOG, (errmsg("inbox statistics file \"%s\" is invalid or truncated; counters "
-                             "not fully restored",
-                             STATS_DUMP_FILE)));
-    FreeFile(file);
-    // Removed so that a crash restart, or a base backup, never resurrects stale counters.
-    unlink(STATS_DUMP_FILE);
+    pg::close_state_file(file, STATS_DUMP_FILE, ok);
 }
 
 Size segment_size() {
@@ -308,7 +286,7 @@ void stats_table_reset(Oid database) {
     StatsEntry* database_row = make_counting_entry(make_key(database, "", 0));
     if (database_row != nullptr) {
         SpinLockAcquire(&database_row->mutex);
-        database_row->counters = StatsCounters{0, 0, 0};
+        database_row->counters = StatsCounters{};
         database_row->reset_at = now;
         SpinLockRelease(&database_row->mutex);
     }

@@ -20,6 +20,9 @@ struct StatsCounters {
     int64 applied;
     int64 duplicates;
     TimestampTz last_duplicate_at;  // 0 when none
+    int64 in_progress;              // answers that a copy was held by an open transaction
+    int64 payload_mismatches;       // copies whose payload differed from the first delivery's
+    int64 poisoned;                 // deliveries refused after max_attempts failures
 };
 
 // One consumer's counters as read by a snapshot.

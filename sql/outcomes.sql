@@ -1,0 +1,144 @@
+-- Every outcome of a delivery: inbox.receive, inbox.complete, inbox.claim_batch,
+-- inbox.apply_batch, and the failed attempts of inbox.attempts (the temporary instance preloads
+-- the library, which keeps them). Consumers of this file start with "oc-". The concurrent
+-- outcomes (in_progress, a copy waiting) are in the isolation specs.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
+SELECT inbox.stats_reset();
+
+-- receive: processed the first time, then a duplicate; with a payload its fingerprint is kept,
+-- and a copy with another payload is payload_mismatch and writes nothing.
+SELECT * FROM inbox.receive('oc-web', 'req-1', '{"amount": 10, "currency": "EUR"}');
+SELECT * FROM inbox.receive('oc-web', 'req-1', '{"currency": "EUR", "amount": 10.0}');
+SELECT * FROM inbox.receive('oc-web', 'req-1', '{"amount": 11, "currency": "EUR"}');
+-- A copy without a payload has nothing to compare: a duplicate.
+SELECT * FROM inbox.receive('oc-web', 'req-1');
+-- A first delivery without a payload keeps no fingerprint: a later payload is not compared.
+SELECT (inbox.receive('oc-web', 'req-2')).outcome, (inbox.receive('oc-web', 'req-2', '{"a": 1}')).outcome;
+SELECT count(*) AS details FROM inbox.marker_details;
+
+-- complete stores the result with the marker, in the caller's transaction: every later copy is
+-- answered with it; storing again replaces it.
+BEGIN;
+SELECT (inbox.receive('oc-web', 'req-3', '{"order": 7}')).outcome;
+SELECT inbox.complete('oc-web', 'req-3', '{"status": 201, "order_id": 7}');
+COMMIT;
+SELECT * FROM inbox.receive('oc-web', 'req-3', '{"order": 7}');
+SELECT inbox.complete('oc-web', 'req-3', '{"status": 200, "order_id": 7}');
+SELECT result FROM inbox.receive('oc-web', 'req-3');
+-- Rolled back, the result goes with the transaction.
+BEGIN;
+SELECT inbox.complete('oc-web', 'req-3', '{"status": 500}');
+ROLLBACK;
+SELECT result FROM inbox.receive('oc-web', 'req-3');
+-- forget takes the marker, its fingerprint and its result.
+SELECT inbox.forget('oc-web', 'req-3');
+SELECT outcome, result FROM inbox.receive('oc-web', 'req-3', '{"order": 8}');
+
+-- claim_batch: the ids claimed now, each once, in the order given.
+SELECT inbox.claim('oc-batch', 'b-3');
+SELECT array_agg(id) AS claimed FROM inbox.claim_batch('oc-batch', ARRAY['b-5', 'b-1', 'b-3', 'b-5', 'b-2']) id;
+SELECT array_agg(id) AS claimed FROM inbox.claim_batch('oc-batch', ARRAY['b-2', 'b-4']) id;
+SELECT count(*) AS claimed FROM inbox.claim_batch('oc-batch', ARRAY[]::text[]);
+-- A claim_batch that rolls back keeps none of its markers.
+BEGIN;
+SELECT array_agg(id) AS claimed FROM inbox.claim_batch('oc-batch', ARRAY['b-6', 'b-7']) id;
+ROLLBACK;
+SELECT array_agg(id) AS claimed FROM inbox.claim_batch('oc-batch', ARRAY['b-6', 'b-7']) id;
+
+-- apply_batch: each message claimed and handled on its own; a failing handler is rolled back
+-- alone (its marker with it) and reported with its SQLSTATE and message.
+CREATE TABLE oc_ledger (message_id text PRIMARY KEY, amount int);
+CREATE FUNCTION oc_book(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO oc_ledger VALUES (payload ->> 'id', (payload ->> 'amount')::int);
+    IF (payload ->> 'amount')::int < 0 THEN
+        RAISE EXCEPTION 'negative amount %', payload ->> 'amount' USING ERRCODE = '22003';
+    END IF;
+END $$;
+SELECT * FROM inbox.apply_batch('oc-pay', 'oc_book(jsonb)', '[
+    {"id": "p-1", "payload": {"id": "p-1", "amount": 10}},
+    {"id": "p-2", "payload": {"id": "p-2", "amount": -5}},
+    {"id": "p-1", "payload": {"id": "p-1", "amount": 10}},
+    {"id": "p-3", "payload": {"id": "p-3", "amount": 7}}]');
+SELECT * FROM oc_ledger ORDER BY message_id;
+SELECT message_id FROM inbox.messages WHERE consumer = 'oc-pay' ORDER BY message_id;
+-- Delivered again: the processed ones are duplicates, the failed one is tried again.
+SELECT * FROM inbox.apply_batch('oc-pay', 'oc_book(jsonb)', '[
+    {"id": "p-1", "payload": {"id": "p-1", "amount": 10}},
+    {"id": "p-2", "payload": {"id": "p-2", "amount": 5}}]');
+SELECT * FROM oc_ledger ORDER BY message_id;
+
+-- Failed attempts survive the rollback that takes the marker: a claim whose transaction rolls
+-- back, a handler of apply that raises (with its SQLSTATE and message), a failed message of a
+-- batch. receive reports how many earlier deliveries failed.
+BEGIN;
+SELECT inbox.claim('oc-retry', 'r-1');
+ROLLBACK;
+SELECT outcome('SELECT inbox.apply(''oc-retry'', ''r-1'', ''oc_book(jsonb)'', ''{"id": "r-1", "amount": -1}'')');
+SELECT * FROM inbox.apply_batch('oc-retry', 'oc_book(jsonb)', '[{"id": "r-1", "payload": {"id": "r-1", "amount": -2}}]');
+SELECT consumer, message_id, failures, last_sqlstate, last_message, last_failed_at IS NOT NULL AS stamped
+FROM inbox.attempts WHERE consumer LIKE 'oc-%' ORDER BY consumer, message_id;
+-- A subtransaction that rolls back is a failed attempt too; one that is released is not.
+BEGIN;
+SAVEPOINT s;
+SELECT inbox.claim('oc-retry', 'r-2');
+ROLLBACK TO SAVEPOINT s;
+SAVEPOINT t;
+SELECT inbox.claim('oc-retry', 'r-3');
+RELEASE SAVEPOINT t;
+ROLLBACK;
+SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
+
+-- A limit: after max_attempts failures receive answers poisoned and apply raises IB001, both
+-- without running the handler or writing a marker; apply_batch reports it poisoned.
+SELECT inbox.configure_consumer('oc-retry', max_attempts => 3);
+SELECT * FROM inbox.receive('oc-retry', 'r-1');
+SELECT outcome('SELECT inbox.apply(''oc-retry'', ''r-1'', ''oc_book(jsonb)'', ''{"id": "r-1", "amount": 1}'')');
+SELECT * FROM inbox.apply_batch('oc-retry', 'oc_book(jsonb)', '[{"id": "r-1", "payload": {"id": "r-1", "amount": 1}}]');
+SELECT count(*) AS booked FROM oc_ledger WHERE message_id = 'r-1';
+SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'oc-retry' AND message_id = 'r-1';
+-- Below the limit it is delivered, and its earlier failures are told.
+SELECT * FROM inbox.receive('oc-retry', 'r-2');
+-- Processed, a message leaves the view; forgotten too.
+SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
+SELECT inbox.forget('oc-retry', 'r-1');
+SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
+SELECT (inbox.receive('oc-retry', 'r-1')).outcome AS after_forget;
+
+-- inbox.stats counts the answers that write nothing: in_progress (isolation specs),
+-- payload_mismatches and poisoned.
+SELECT consumer, applied, duplicates, payload_mismatches, poisoned FROM inbox.stats
+WHERE consumer LIKE 'oc-%' ORDER BY consumer;
+
+-- Bad input: an error with a SQLSTATE, and nothing written.
+SELECT count(*) AS markers_before FROM inbox.markers \gset
+SELECT statement, outcome(statement) FROM (VALUES
+    ($$SELECT inbox.receive(NULL, 'm')$$),
+    ($$SELECT inbox.receive('oc-bad', '')$$),
+    ($$SELECT inbox.receive('oc-bad', 'm', NULL, NULL)$$),
+    ($$SELECT inbox.complete('oc-bad', 'never-claimed', '{}')$$),
+    ($$SELECT inbox.complete('oc-web', 'req-1', NULL)$$),
+    ($$SELECT inbox.claim_batch('oc-bad', NULL)$$),
+    ($$SELECT inbox.claim_batch('oc-bad', ARRAY['ok', NULL])$$),
+    ($$SELECT inbox.claim_batch('oc-bad', ARRAY['ok', ''])$$),
+    ($$SELECT inbox.claim_batch('oc-bad', ARRAY['ok', repeat('x', 129)])$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', NULL)$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '{"id": "m"}')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": "ok"}, 7]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": "ok"}, {"payload": {}}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": 5}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'upper(text)', '[{"id": "ok"}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', NULL, '[]')$$),
+    ($$SELECT inbox.configure_consumer('oc-bad', '0 s')$$),
+    ($$SELECT inbox.configure_consumer('oc-bad', NULL, 0)$$),
+    ($$SELECT inbox.configure_consumer(NULL)$$)
+) AS bad(statement);
+SELECT count(*) - :markers_before AS markers_written FROM inbox.markers;
+
+-- Clean up: each file leaves the database as it found it.
+DROP TABLE oc_ledger;
+DROP FUNCTION oc_book(jsonb);
+DELETE FROM inbox.messages WHERE consumer LIKE 'oc-%';
+SELECT inbox.forget('oc-retry', m) FROM unnest(ARRAY['r-1', 'r-2', 'r-3']) m;
+SELECT inbox.stats_reset();

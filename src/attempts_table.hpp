@@ -1,0 +1,44 @@
+// Failed attempts per message, in shared memory, where a rollback cannot undo them: a delivery
+// whose claim succeeded and whose transaction (or subtransaction) then rolled back is a failed
+// attempt. Bounded by inbox.max_failed_messages, all databases together; when it is full the
+// message whose last failure is the oldest is forgotten. Saved at a clean shutdown and restored
+// at the next start; a crash loses them, as it loses the counters. Exists only with the preload;
+// without it nothing is counted.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "datatype/timestamp.h"
+}
+
+#include <cstddef>
+#include <cstdint>
+
+#include "message_key.hpp"
+
+// Zero-padded, so that the key hashes as bytes.
+struct AttemptKey {
+    Oid database;
+    int16 consumer_id;
+    uint8 length;
+    uint8 message_key[inbox::max_stored_key_bytes];
+};
+
+AttemptKey make_attempt_key(Oid database, int16 consumer_id, const std::uint8_t* key,
+                            std::size_t length);
+
+// Asks for the table; from _PG_init, while shared_preload_libraries is processed.
+void request_attempts_memory();
+
+// One more failure (sqlstate 0 and message NULL when unknown: the work ran outside the
+// extension). Never raises an error: safe in an abort callback.
+void attempts_add_failure(const AttemptKey& key, int sqlstate, const char* message);
+
+// Earlier failures of the message; 0 when there were none (or without the preload).
+int32 attempts_failures(const AttemptKey& key);
+
+// The message was processed or forgotten: its failures go.
+void attempts_forget(const AttemptKey& key);
+
+// Whether any failure is kept at all (a lock-free check for the hot path).
+bool attempts_any();

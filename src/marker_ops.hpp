@@ -1,0 +1,64 @@
+// Operations on one marker of the compact store (inbox.markers, and inbox.marker_details for
+// the markers that keep a payload's fingerprint or a result), shared by every function that
+// claims. C-style: the hot path. Each runs in the caller's SPI connection, as the store's owner.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include <cstddef>
+#include <cstdint>
+
+#include "message_key.hpp"
+
+// A message id in its stored form (message_key.hpp), as a bytea on the stack.
+struct StoredKey {
+    alignas(int32) char bytes[VARHDRSZ + inbox::max_stored_key_bytes];
+    bytea* datum() { return reinterpret_cast<bytea*>(bytes); }
+    const std::uint8_t* data() const {
+        return reinterpret_cast<const std::uint8_t*>(bytes + VARHDRSZ);
+    }
+    std::size_t length() const { return VARSIZE(bytes) - VARHDRSZ; }
+};
+
+void store_message_id(text* message_id, StoredKey* stored);
+
+// Inserts the marker, stamped with the transaction's start time; true when it was new. Waits
+// for an uncommitted copy. A new marker's attempt then follows the transaction
+// (pending_claims.hpp).
+bool insert_marker(int16 consumer, StoredKey* key);
+
+// Deletes the marker, its details and its failed attempts; true when there was a marker.
+bool remove_marker(int16 consumer, StoredKey* key);
+
+// How many earlier deliveries of the message failed, and whether that reaches the limit.
+int32 earlier_failures(int16 consumer, const StoredKey& key);
+bool poisoned(int32 failures, int32 max_attempts);
+
+// What is kept with a marker that had a payload or a result: nothing (false), or its
+// fingerprint (0 when none was kept) and its result (NULL when none).
+struct MarkerDetails {
+    bool has_fingerprint;
+    int64 fingerprint;
+    Datum result;  // jsonb, palloc'd in the caller's context; 0 when none
+};
+bool read_details(int16 consumer, StoredKey* key, MarkerDetails* details);
+
+// Keeps the payload's fingerprint with a marker just inserted.
+void keep_fingerprint(int16 consumer, StoredKey* key, int64 fingerprint);
+
+// Keeps the result with the marker (which must exist); false when there is no marker.
+bool keep_result(int16 consumer, StoredKey* key, Datum result);
+
+// Deletes only the marker row: a batch takes back the marker of a message whose handler failed
+// (its failed attempt is counted by the caller).
+void withdraw_marker(int16 consumer, StoredKey* key);
+
+// Inserts the markers of `keys` (stored forms, already in their canonical order: the primary
+// key's, so that two overlapping batches lock in the same order and never deadlock) in one
+// statement; inserted[i] tells which were new. Their attempts then follow the transaction.
+void insert_markers(int16 consumer, StoredKey* const* keys, int count, bool* inserted);
+
+// The canonical order of stored keys (bytes, then length): the primary key's.
+int compare_stored_keys(const StoredKey* a, const StoredKey* b);

@@ -1,0 +1,159 @@
+// inbox.receive and inbox.complete: the claim with every outcome of a delivery (processed,
+// duplicate with the stored result, in_progress without waiting, payload_mismatch, poisoned),
+// and the result that every later copy gets.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+}
+
+#include "claim.hpp"
+#include "consumer_registry.hpp"
+#include "marker_ops.hpp"
+#include "outcome.hpp"
+#include "pending_claims.hpp"
+#include "pg/arguments.hpp"
+#include "pg/spi.hpp"
+
+namespace {
+
+// The fingerprint of a payload: PostgreSQL's 64-bit hash of its jsonb value, which is canonical
+// (keys sorted and unique, numbers compared by value: 1.0 and 1 are one payload).
+int64 fingerprint_of(Datum payload) {
+    return DatumGetInt64(DirectFunctionCall2(jsonb_hash_extended, payload, Int64GetDatum(0)));
+}
+
+// Inserts the marker unless another open transaction holds a copy, which then is answered
+// in_progress at once: the insert runs in a subtransaction whose lock_timeout is a millisecond,
+// whatever the session's lock_timeout says.
+bool insert_marker_without_waiting(int16 consumer, StoredKey* key, bool* in_progress) {
+    MemoryContext caller_context = CurrentMemoryContext;
+    ResourceOwner caller_owner = CurrentResourceOwner;
+    volatile bool inserted = false;  // assigned inside PG_TRY, read after a possible longjmp
+    *in_progress = false;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(caller_context);
+    PG_TRY();
+    {
+        int nest_level = NewGUCNestLevel();
+        (void)set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                                true, 0, false);
+        inserted = insert_marker(consumer, key);
+        AtEOXact_GUC(true, nest_level);
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(caller_context);
+        CurrentResourceOwner = caller_owner;
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(caller_context);
+        ErrorData* error = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(caller_context);
+        CurrentResourceOwner = caller_owner;
+        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE) ReThrowError(error);
+        FreeErrorData(error);
+        *in_progress = true;
+    }
+    PG_END_TRY();
+    return inserted;
+}
+
+struct Receipt {
+    Outcome outcome;
+    Datum result;  // 0: NULL
+    int32 attempts;
+};
+
+Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_payload, bool wait) {
+    Receipt receipt = {Outcome::processed, 0, 0};
+    pg::spi_connect();
+    Consumer consumer = {0, 0};
+    find_consumer(consumer_name, true, &consumer);
+    StoredKey key;
+    store_message_id(message_id, &key);
+    receipt.attempts = earlier_failures(consumer.id, key);
+    if (poisoned(receipt.attempts, consumer.max_attempts)) {
+        receipt.outcome = Outcome::poisoned;
+        count_answer(consumer_name, Answer::poisoned);
+        SPI_finish();
+        return receipt;
+    }
+
+    bool in_progress = false;
+    bool inserted = wait ? insert_marker(consumer.id, &key)
+                         : insert_marker_without_waiting(consumer.id, &key, &in_progress);
+    if (in_progress) {
+        receipt.outcome = Outcome::in_progress;
+        count_answer(consumer_name, Answer::in_progress);
+    } else if (inserted) {
+        if (has_payload) keep_fingerprint(consumer.id, &key, fingerprint_of(payload));
+        count_claim(consumer_name, true);
+    } else {
+        MarkerDetails details;
+        read_details(consumer.id, &key, &details);
+        receipt.attempts = 0;
+        if (has_payload && details.has_fingerprint &&
+            details.fingerprint != fingerprint_of(payload)) {
+            receipt.outcome = Outcome::payload_mismatch;
+            count_answer(consumer_name, Answer::payload_mismatch);
+        } else {
+            receipt.outcome = Outcome::duplicate;
+            receipt.result = details.result;
+            count_claim(consumer_name, false);
+        }
+    }
+    SPI_finish();
+    return receipt;
+}
+
+}  // namespace
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(inbox_receive);
+PGDLLEXPORT Datum inbox_receive(PG_FUNCTION_ARGS) {
+    text* consumer = require_consumer_key(fcinfo, 0);
+    text* message_id = require_message_id(fcinfo, 1);
+    pg::require_argument(fcinfo, 3, "wait",
+                         "true waits for an open copy; false answers in_progress.");
+    const OutcomeType* type = outcome_type_for_call_site(fcinfo);
+    Receipt receipt = receive(consumer, message_id, PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2),
+                              !PG_ARGISNULL(2), PG_GETARG_BOOL(3));
+    Datum values[3] = {outcome_datum(type, receipt.outcome), receipt.result,
+                       Int32GetDatum(receipt.attempts)};
+    bool nulls[3] = {false, receipt.result == 0, false};
+    return HeapTupleGetDatum(heap_form_tuple(type->receipt, values, nulls));
+}
+
+PG_FUNCTION_INFO_V1(inbox_complete);
+PGDLLEXPORT Datum inbox_complete(PG_FUNCTION_ARGS) {
+    text* consumer_name = require_consumer_key(fcinfo, 0);
+    text* message_id = require_message_id(fcinfo, 1);
+    pg::require_argument(fcinfo, 2, "result", "The result is what every later copy is answered.");
+    pg::spi_connect();
+    Consumer consumer = {0, 0};
+    StoredKey key;
+    store_message_id(message_id, &key);
+    bool kept = find_consumer(consumer_name, false, &consumer) &&
+                keep_result(consumer.id, &key, PG_GETARG_DATUM(2));
+    SPI_finish();
+    if (!kept)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("message \"%s\" of consumer \"%s\" has no marker",
+                               text_to_cstring(message_id), text_to_cstring(consumer_name)),
+                        errhint("Receive or claim it first, in this transaction or an earlier "
+                                "one.")));
+    PG_RETURN_VOID();
+}
+}
