@@ -148,6 +148,29 @@ CALL inbox.purge();
 SELECT message_id FROM inbox.messages WHERE consumer = 'boundary';
 ROLLBACK;
 
+-- Each consumer's own retention (inbox.configure_consumer) against inbox.retention (1 hour
+-- here): "keeper" keeps its markers 3 hours, "hasty" 10 minutes, "plain" follows the default.
+-- Markers 2 hours and 30 minutes old, 5 of each age in one second, more than a batch of 3
+-- takes; a payload's fingerprint kept beside each marker goes with it.
+BEGIN;
+DELETE FROM inbox.messages;
+SET LOCAL inbox.retention = '1h';
+SET LOCAL inbox.purge_batch_size = 3;
+SELECT inbox.configure_consumer('keeper', '3 hours'), inbox.configure_consumer('hasty', '10 min');
+INSERT INTO inbox.messages
+SELECT c, c || '/' || age || '/' || i, date_trunc('second', now()) - age::interval
+FROM unnest(ARRAY['keeper', 'hasty', 'plain']) c, unnest(ARRAY['2 hours', '30 min']) age,
+     generate_series(1, 5) i;
+INSERT INTO inbox.marker_details (time_bucket, consumer_id, time_offset, message_key, fingerprint)
+SELECT m.time_bucket, m.consumer_id, m.time_offset, m.message_key, 42 FROM inbox.markers m;
+CALL inbox.purge();
+SELECT r.name AS consumer, count(m.*) AS markers,
+       string_agg(DISTINCT split_part(m.message_id, '/', 2), ', ') AS ages_kept,
+       (SELECT count(*) FROM inbox.marker_details d WHERE d.consumer_id = r.id) AS details
+FROM inbox.consumer_registry r LEFT JOIN inbox.messages m ON m.consumer = r.name
+WHERE r.name IN ('keeper', 'hasty', 'plain') GROUP BY r.id, r.name ORDER BY r.name;
+ROLLBACK;
+
 -- No data the table can hold stops the purge: a consumer longer than the functions allow (the
 -- owner wrote it, say in a migration) and an empty one are purged like any other, and the
 -- purge ends.

@@ -37,7 +37,7 @@ Oid lock_marker_table(LOCKMODE mode);
 struct MarkerStatement {
     const char* sql;
     int nargs;
-    Oid argtypes[5];
+    Oid argtypes[6];
     SPIPlanPtr plan;
 };
 

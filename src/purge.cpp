@@ -1,8 +1,9 @@
 // Deleting expired markers: batch by batch, through SPI only (a partitioned or Citus-distributed
 // marker table is purged the same way), and CALL inbox.purge().
 //
-// A batch walks the consumers in key order and deletes each one's oldest expired markers, found
-// through the (consumer, processed_at) index, by primary key, until batch_size rows went. Every
+// A batch walks the consumers in key order and deletes each one's oldest expired markers until
+// batch_size rows went: whole seconds at a time, ranges of the retention index (consumer, second)
+// found and deleted without ctid (which a distributed table does not make unique). Every
 // batch takes the database's purge lock (a transaction-level advisory lock), so two purges never
 // delete side by side: CALL inbox.purge() waits for its turn, a worker that finds the lock taken
 // yields and leaves the work to the other.
@@ -67,29 +68,49 @@ MarkerStatement next_registered_consumer = {
     .argtypes = {INT2OID},
     .plan = nullptr};
 
-// Up to $4 of consumer $1's expired markers: those whose second is before ($2, $3), the
-// (bucket, offset) of the cutoff. Found through the retention index, deleted by their tuple ids;
-// the condition is checked again on the row that is deleted.
-#define EXPIRED_MARKER                                                                  \
-    "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.<=) $2 " \
-    "AND (time_bucket OPERATOR(pg_catalog.<) $2 OR time_offset OPERATOR(pg_catalog.<) $3)"
-MarkerStatement delete_expired_markers = {
-    .sql =
-        "DELETE FROM inbox.markers WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT ctid FROM inbox.markers WHERE " EXPIRED_MARKER " LIMIT $4)) AND " EXPIRED_MARKER,
+// A consumer's expired markers go in ranges of whole seconds, [from, to), oldest first. The end
+// of a range is the second of the (limit + 1)-th marker from its start (read from the retention
+// index alone, when its pages are all-visible, as old pages are), so that a range holds at most
+// `limit` markers; then one index range scan deletes them. Only a single second holding more
+// markers than a batch may take is deleted in parts, by key.
+#define SECOND "(time_bucket, time_offset)"
+#define FROM_SECOND "($2, $3)"
+#define TO_SECOND "($4, $5)"
+#define IN_RANGE                                                                                \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND " SECOND " OPERATOR(pg_catalog.>=) " FROM_SECOND \
+    " AND " SECOND " OPERATOR(pg_catalog.<) " TO_SECOND
+MarkerStatement end_of_range = {
+    .sql = "SELECT time_bucket, time_offset FROM inbox.markers WHERE " IN_RANGE
+           " ORDER BY time_bucket, time_offset OFFSET $6 LIMIT 1",
+    .nargs = 6,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID, INT8OID},
+    .plan = nullptr};
+MarkerStatement delete_markers_in_range = {
+    .sql = "DELETE FROM inbox.markers WHERE " IN_RANGE,
+    .nargs = 5,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID},
+    .plan = nullptr};
+// What the markers kept beside them (fingerprints, results), which carries their time.
+MarkerStatement delete_details_in_range = {
+    .sql = "DELETE FROM inbox.marker_details WHERE " IN_RANGE,
+    .nargs = 5,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID},
+    .plan = nullptr};
+#define IN_SECOND                                                                          \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.=) $2 AND " \
+    "time_offset OPERATOR(pg_catalog.=) $3"
+MarkerStatement delete_markers_of_second = {
+    .sql = "DELETE FROM inbox.markers WHERE " IN_SECOND
+           " AND message_key OPERATOR(pg_catalog.=) ANY (ARRAY("
+           "SELECT message_key FROM inbox.markers WHERE " IN_SECOND " LIMIT $4))",
     .nargs = 4,
     .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
     .plan = nullptr};
-// What the expired markers kept beside them (fingerprints, results), which carries their time.
-MarkerStatement delete_expired_details = {
-    .sql =
-        "DELETE FROM inbox.marker_details WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT ctid FROM inbox.marker_details WHERE " EXPIRED_MARKER
-        " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
-#undef EXPIRED_MARKER
+#undef IN_SECOND
+#undef IN_RANGE
+#undef TO_SECOND
+#undef FROM_SECOND
+#undef SECOND
 
 // ---- a database still at 1.0: consumers by name, one retention ------------------------------
 
@@ -127,8 +148,13 @@ struct ConsumerCursor {
     bool positioned;  // the consumer is the one being purged
     int16 consumer_id;
     TimestampTz cutoff;  // the consumer's
+    // Compact layout: the consumer's markers before this second are gone (in this purge; a
+    // marker stamped earlier by a transaction that commits later waits for the next purge).
+    inbox::MarkerTime from;
     text* consumer_name;
 };
+
+constexpr inbox::MarkerTime earliest_second = {PG_INT32_MIN, 0};
 
 TimestampTz default_cutoff(TimestampTz now) {
     return now - (TimestampTz)purge_retention_s * USECS_PER_SEC;
@@ -153,6 +179,7 @@ bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
                              ? DatumGetTimestampTz(DirectFunctionCall2(
                                    timestamptz_mi_interval, TimestampTzGetDatum(run->now), value))
                              : default_cutoff(run->now);
+        cursor->from = earliest_second;
     } else {
         Datum after = PointerGetDatum(cursor->consumer_name);
         execute_as_store_owner(cursor->started ? &next_consumer_1_0 : &first_consumer_1_0, &after);
@@ -169,24 +196,51 @@ bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     return true;
 }
 
-// Deletes up to `limit` expired markers of the cursor's consumer, and up to as many of the
-// details kept beside them; returns how many markers went. *more: either table may hold more.
-int64 delete_expired(const ConsumerCursor* cursor, int64 limit, bool* more) {
-    if (marker_store()->layout == MarkerLayout::version_1_0) {
-        Datum values[3] = {PointerGetDatum(cursor->consumer_name),
-                           TimestampTzGetDatum(cursor->cutoff), Int64GetDatum(limit)};
-        execute_as_store_owner(&delete_expired_1_0, values);
-        *more = static_cast<int64>(SPI_processed) == limit;
+bool same_second(inbox::MarkerTime a, inbox::MarkerTime b) {
+    return a.bucket == b.bucket && a.offset == b.offset;
+}
+
+// Deletes up to `limit` expired markers of the cursor's consumer, oldest first, with the details
+// kept beside them; returns how many markers went. *more: the consumer may have more.
+int64 delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool* more) {
+    inbox::MarkerTime from = cursor->from;
+    inbox::MarkerTime to = inbox::first_kept(cursor->cutoff);
+    Datum range[6] = {Int16GetDatum(cursor->consumer_id),           Int32GetDatum(from.bucket),
+                      CharGetDatum(static_cast<char>(from.offset)), Int32GetDatum(to.bucket),
+                      CharGetDatum(static_cast<char>(to.offset)),   Int64GetDatum(limit)};
+    execute_as_store_owner(&end_of_range, range);
+    *more = SPI_processed > 0;  // more than `limit` markers are left
+    if (*more) {
+        Datum value = 0;
+        first_row_value(1, &value);
+        to.bucket = DatumGetInt32(value);
+        first_row_value(2, &value);
+        to.offset = static_cast<std::uint8_t>(DatumGetChar(value));
+        range[3] = Int32GetDatum(to.bucket);
+        range[4] = CharGetDatum(static_cast<char>(to.offset));
+    }
+    if (same_second(from, to)) {
+        Datum second[4] = {range[0], range[1], range[2], range[5]};
+        execute_as_store_owner(&delete_markers_of_second, second);
         return static_cast<int64>(SPI_processed);
     }
-    inbox::MarkerTime first_kept = inbox::first_kept(cursor->cutoff);
-    Datum values[4] = {Int16GetDatum(cursor->consumer_id), Int32GetDatum(first_kept.bucket),
-                       CharGetDatum(static_cast<char>(first_kept.offset)), Int64GetDatum(limit)};
-    execute_as_store_owner(&delete_expired_markers, values);
-    auto markers = static_cast<int64>(SPI_processed);
-    execute_as_store_owner(&delete_expired_details, values);
-    *more = markers == limit || static_cast<int64>(SPI_processed) == limit;
-    return markers;
+    execute_as_store_owner(&delete_markers_in_range, range);
+    auto deleted = static_cast<int64>(SPI_processed);
+    execute_as_store_owner(&delete_details_in_range, range);
+    cursor->from = to;
+    return deleted;
+}
+
+// Deletes up to `limit` expired markers of the cursor's consumer; returns how many went.
+// *more: the consumer may have more.
+int64 delete_expired(ConsumerCursor* cursor, int64 limit, bool* more) {
+    if (marker_store()->layout == MarkerLayout::compact)
+        return delete_expired_compact(cursor, limit, more);
+    Datum values[3] = {PointerGetDatum(cursor->consumer_name), TimestampTzGetDatum(cursor->cutoff),
+                       Int64GetDatum(limit)};
+    execute_as_store_owner(&delete_expired_1_0, values);
+    *more = static_cast<int64>(SPI_processed) == limit;
+    return static_cast<int64>(SPI_processed);
 }
 
 bool past(TimestampTz deadline) {
@@ -216,7 +270,6 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
         int64 removed = delete_expired(cursor, limit, &more);
         *deleted += removed;
         if (!more) cursor->positioned = false;  // this consumer is done
-        if (more && removed == 0) break;        // only details were left: the next batch goes on
     }
     SPI_finish();
     PopActiveSnapshot();
@@ -247,6 +300,7 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
                              .positioned = false,
                              .consumer_id = 0,
                              .cutoff = 0,
+                             .from = earliest_second,
                              .consumer_name = nullptr};
     PG_TRY();
     {
