@@ -1,30 +1,71 @@
 #!/usr/bin/env bash
-# Bytes per marker: N markers with UUID message ids, and the heap and each index of
-# inbox.messages divided by N. The rows are the ones inbox.claim writes, inserted in one statement
-# with processed_at rising one millisecond apart, as markers of separate transactions do (a
-# single transaction would give every row the same time and flatter the processed_at index).
-#   test/bench/marker_size.sh [markers]        (default 1,000,000)
+# Bytes per marker: every page of every table of the extension (heap, every index, toast, free
+# space and visibility maps), divided by the number of markers, for N markers as live traffic
+# leaves them (test/bench/markers.sh: several consumers, each marker with its own processed_at,
+# inserted in time order into indexed tables). The same markers go into a database at 1.0 in
+# the same run, for comparison. Two kinds of message ids: random UUIDs and ids like
+# orders-2026-000123456.
+#   test/bench/marker_size.sh [markers=1000000]
+# Environment: marker_consumers (4), marker_rate (markers/s, 100): see test/bench/markers.sh.
 set -euo pipefail
 markers=${1:-1000000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
-private_cluster_start "max_wal_size = '4GB'" "fsync = off"
+source "$source_dir/test/bench/markers.sh"
+private_cluster_start "max_wal_size = '4GB'" "fsync = off" "synchronous_commit = off" \
+    "autovacuum = off" "inbox.purge_worker = off"
 
-cluster_psql -v markers="$markers" <<'SQL'
-CREATE EXTENSION inbox;
-INSERT INTO inbox.messages (consumer, message_id, processed_at)
-SELECT 'billing', gen_random_uuid()::text, now() - (:markers - g) * interval '1 millisecond'
-FROM generate_series(1, :markers) g;
-SELECT count(*) AS claimed FROM inbox.messages \gset
-VACUUM ANALYZE inbox.messages;
+# The tables of each layout: 1.1 stores markers in inbox.markers, names its consumers in
+# inbox.consumer_registry and keeps fingerprints and results in inbox.marker_details (empty
+# here: claims keep none); 1.0 has the one table inbox.messages.
+tables() {
+    case $1 in
+        1.1) echo "inbox.markers, inbox.consumer_registry, inbox.marker_details" ;;
+        1.0) echo "inbox.messages" ;;
+    esac
+}
+
+# Prints one line per relation (heap with its toast and maps, each index) and the total.
+report() {
+    local db=$1 layout=$2
+    cluster_psql -d "$db" -v layout="$layout" <<SQL
 \pset footer off
-SELECT :claimed AS markers,
-       pg_size_pretty(pg_total_relation_size('inbox.messages')) AS total,
-       round(pg_relation_size('inbox.messages')::numeric / :claimed, 1) AS heap_bytes,
-       round(pg_relation_size('inbox.messages_pkey')::numeric / :claimed, 1) AS pkey_bytes,
-       round(pg_relation_size('inbox.messages_consumer_processed_at')::numeric / :claimed, 1)
-           AS consumer_processed_at_bytes,
-       round(pg_total_relation_size('inbox.messages')::numeric / :claimed, 1) AS total_bytes;
+SELECT count(*) AS markers FROM inbox.messages \gset
+WITH tables AS (SELECT t::regclass AS tab FROM unnest(string_to_array('$(tables "$layout")', ', ')) t),
+parts AS (
+    SELECT t.tab::text AS relation,
+           pg_table_size(t.tab) AS bytes
+    FROM tables t
+    UNION ALL
+    SELECT i.indexrelid::regclass::text, pg_table_size(i.indexrelid)
+    FROM tables t JOIN pg_index i ON i.indrelid = t.tab
+)
+SELECT :'layout' AS layout, relation, bytes,
+       round(bytes::numeric / :markers, 1) AS bytes_per_marker
+FROM parts
+UNION ALL
+SELECT :'layout', 'total (' || :markers || ' markers)', sum(bytes),
+       round(sum(bytes) / :markers, 1)
+FROM parts;
 SQL
+}
+
+for ids in uuid order; do
+    for layout in 1.1 1.0; do
+        db="size_${ids}_${layout/./_}"
+        sql postgres "CREATE DATABASE $db"
+        sql "$db" "CREATE EXTENSION inbox VERSION '$layout'"
+        echo "loading $markers markers with $ids ids into $db..."
+        marker_insert "$layout" "$markers" "$ids" | cluster_psql -d "$db"
+        sql "$db" "VACUUM $(tables "$layout")"
+    done
+done
+
+for ids in uuid order; do
+    echo
+    echo "== $ids message ids ($marker_consumers consumers, $marker_rate markers/s)"
+    report "size_${ids}_1_1" 1.1
+    report "size_${ids}_1_0" 1.0
+done

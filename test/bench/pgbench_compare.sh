@@ -2,7 +2,7 @@
 # benchmarks; expects $work, $seconds, $rounds and $clients.
 #   pgbench_script NAME < script        writes $work/NAME.sql
 #   pgbench_compare OURS THEIRS         $rounds rounds; prints each and the median ratio
-#   median_ratio LABEL < ratios         prints the median of one ratio a line
+#   median_ratio LABEL < ratios         prints the median and the range of one ratio a line
 #
 # Each round is ONE pgbench run in which every transaction picks OURS or THEIRS at random, so
 # both share every moment of the machine's load; pgbench reports each script's mean latency, and
@@ -31,5 +31,6 @@ pgbench_compare() {
 }
 
 median_ratio() {
-    sort -n | awk -v label="$1" '{r[NR] = $1} END {printf "median %s: %.3f\n", label, r[int((NR + 1) / 2)]}'
+    sort -n | awk -v label="$1" '{r[NR] = $1}
+        END {printf "median %s: %.3f (range %.3f - %.3f, %d rounds)\n", label, r[int((NR + 1) / 2)], r[1], r[NR], NR}'
 }

@@ -1,130 +1,97 @@
 #!/usr/bin/env bash
-# How fast CALL inbox.purge() deletes expired markers, and what it costs live traffic.
-#
-#   test/bench/purge_rate.sh [expired markers=5000000] [seconds per traffic run=3] [rounds=15]
-#                            [clients=2] [synchronous_commit=off]
-#
-# 1. Purge rate: CALL inbox.purge() outside a transaction block (batches of
-#    inbox.purge_batch_size, a commit and a pause after each: what the workers run) on that many
-#    expired markers of 10 consumers; rows/s over the whole run.
-# 2. Traffic: the table is filled again and a purge started. pgbench clients call inbox.apply
-#    (a handler that credits one of 1000 accounts) for the same consumers in short runs, in turns
-#    with the purge held (a session holds the database's purge lock, so the purge waits before
-#    its next batch) and running. The ratio of each pair of runs (the order alternates), then
-#    their median: apply throughput during the purge / without it.
+# How fast CALL inbox.purge() deletes expired markers, against the fastest purge a user could
+# hand-write on 1.0's table: a loop of
+#   DELETE FROM inbox.messages WHERE ctid = ANY (ARRAY (SELECT ctid FROM inbox.messages
+#       WHERE processed_at < cutoff ORDER BY processed_at LIMIT 10000))
+# over a B-tree on processed_at (which the benchmark adds to 1.0's table). Two databases of one
+# cluster, one at 1.1 and one at 1.0, hold the same N expired markers (test/bench/markers.sh: 4
+# consumers, random UUID ids, 31 days and more old, retention 30 days), reloaded before every
+# measurement. Two ways to run each, measured alternately (1.1 first in odd rounds):
+#   one transaction   BEGIN; CALL inbox.purge(); COMMIT   against the loop in one DO block
+#   batch commits     CALL inbox.purge() (a commit after each batch, then a pause as long as
+#                     the batch took, by design) against the loop in a procedure that commits
+#                     after each batch
+# Prints markers/s of each run, the ratio 1.1 / hand-written of each round, their median and
+# range.
+#   test/bench/purge_rate.sh [markers=1000000] [rounds=5]
 set -euo pipefail
+markers=${1:-1000000}
+rounds=${2:-5}
+
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
-expired=${1:-5000000}
-seconds=${2:-3}
-rounds=${3:-15}
-clients=${4:-2}
-synchronous_commit=${5:-off}
+source "$source_dir/test/bench/markers.sh"
+source "$source_dir/test/bench/pgbench_compare.sh"
+private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '8GB'" "checkpoint_timeout = '30min'" \
+    "synchronous_commit = off" "inbox.purge_worker = off" "autovacuum = off"
+marker_age_s=$((31 * 86400))
 
-private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '4GB'" "checkpoint_timeout = '30min'" \
-    "synchronous_commit = $synchronous_commit" "inbox.purge_worker = off"
-sql postgres "CREATE EXTENSION inbox"
-sql postgres "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
-    INSERT INTO accounts (id) SELECT generate_series(1, 1000);
-    CREATE FUNCTION credit(payload jsonb) RETURNS void LANGUAGE sql AS
-    \$\$ UPDATE accounts SET balance = balance + (payload ->> 'amount')::int
-         WHERE id = (payload ->> 'account')::int \$\$;
-    CREATE SEQUENCE expired_ids"
+sql postgres "CREATE DATABASE purge_1_1"
+sql purge_1_1 "CREATE EXTENSION inbox"
+sql postgres "CREATE DATABASE purge_1_0"
+sql purge_1_0 "CREATE EXTENSION inbox VERSION '1.0'"
+sql purge_1_0 "CREATE INDEX messages_processed_at ON inbox.messages (processed_at)"
+cluster_psql -d purge_1_0 <<'SQL'
+CREATE FUNCTION hand_purge_batch() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    deleted bigint;
+BEGIN
+    DELETE FROM inbox.messages WHERE ctid = ANY (ARRAY (
+        SELECT ctid FROM inbox.messages WHERE processed_at < now() - interval '30 days'
+        ORDER BY processed_at LIMIT 10000));
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    RETURN deleted;
+END $$;
+CREATE PROCEDURE hand_purge_committing() LANGUAGE plpgsql AS $$
+BEGIN
+    WHILE hand_purge_batch() > 0 LOOP
+        COMMIT;
+    END LOOP;
+END $$;
+SQL
 
-expired_now() {
-    sql postgres "SELECT count(*) FROM inbox.messages WHERE processed_at < now() - interval '30 days'"
+reload() {
+    local db=$1 layout=$2
+    case $layout in
+        1.1) sql "$db" "TRUNCATE inbox.markers, inbox.marker_details" ;;
+        1.0) sql "$db" "TRUNCATE inbox.messages" ;;
+    esac
+    marker_insert "$layout" "$markers" | cluster_psql -d "$db"
+    sql "$db" "VACUUM ANALYZE"
+    sql "$db" "CHECKPOINT"
 }
 
-# Fills the table with $expired expired markers (31 to 40 days old; retention 30 days).
-fill_expired() {
-    sql postgres "INSERT INTO inbox.messages (consumer, message_id, processed_at)
-        SELECT 'consumer-' || (n % 10), 'expired-' || n,
-               now() - interval '40 days' + (i::float8 / $expired) * interval '9 days'
-        FROM (SELECT i, nextval('expired_ids') AS n FROM generate_series(1, $expired) i) s"
-    sql postgres "VACUUM ANALYZE inbox.messages"
-    sql postgres "CHECKPOINT"
+# Runs the statement in the database; prints the markers it deleted per second.
+rate() {
+    local db=$1 statement=$2 ms
+    ms=$(cluster_psql -d "$db" -At -c '\timing on' -c "$statement" |
+        sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+    [ "$(sql "$db" "SELECT count(*) FROM inbox.messages")" = 0 ] ||
+        { echo "the purge in $db left markers" >&2; return 1; }
+    awk -v n="$markers" -v ms="$ms" 'BEGIN { printf "%.0f", n / ms * 1000 }'
 }
 
-echo "loading $expired expired markers..."
-fill_expired
-start=$(now_s)
-deleted=$(cluster_psql -At -c "CALL inbox.purge()")
-elapsed=$(awk -v a="$(now_s)" -v b="$start" 'BEGIN { print a - b }')
-purge_rate=$(awk -v d="$deleted" -v s="$elapsed" 'BEGIN { printf "%.0f", d / s }')
-printf 'purge alone: %d markers in %.1f s = %d rows/s\n' "$deleted" "$elapsed" "$purge_rate"
+declare -A statement=(
+    [transaction_1_1]="BEGIN; CALL inbox.purge(); COMMIT;"
+    [transaction_1_0]="DO \$\$ BEGIN WHILE hand_purge_batch() > 0 LOOP END LOOP; END \$\$"
+    [committing_1_1]="CALL inbox.purge()"
+    [committing_1_0]="CALL hand_purge_committing()"
+)
 
-cat >"$work/apply.sql" <<'SCRIPT'
-\set account random(1, 1000)
-\set c random(0, 9)
-SELECT inbox.apply('consumer-' || :c, md5(random()::text || clock_timestamp()::text),
-                   'credit(jsonb)', jsonb_build_object('account', :account, 'amount', 1));
-SCRIPT
-chown "$cluster_user" "$work/apply.sql" 2>/dev/null || true
-
-apply_tps() {
-    as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n -c "$clients" \
-        -j "$clients" -T "$seconds" -f "$work/apply.sql" postgres | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
-}
-
-# The session that holds the purge back: psql reading statements from a pipe.
-mkfifo "$work/holder"
-chown "$cluster_user" "$work/holder" 2>/dev/null || true
-cluster_psql -At -c "SET application_name = 'bench holder'" -c "SET inbox.retention = '3650d'" \
-    -f "$work/holder" >/dev/null &
-exec 3>"$work/holder"
-held() {
-    sql postgres "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-                  WHERE a.application_name = 'bench holder' AND l.locktype = 'advisory'
-                    AND l.classid = 1768841848 AND l.objid = 1 AND l.objsubid = 3 AND l.granted"
-}
-hold_purge() {
-    echo "BEGIN; CALL inbox.purge();" >&3
-    until [ "$(held)" = 1 ]; do sleep 0.05; done
-}
-release_purge() {
-    echo "COMMIT;" >&3
-    while [ "$(held)" = 1 ]; do sleep 0.05; done
-}
-
-fill_expired
-hold_purge
-cluster_psql -At -c "CALL inbox.purge()" >/dev/null 2>&1 &
-purge_pid=$!
-
-run_without() { apply_tps; }
-run_during() {
-    release_purge
-    apply_tps
-    hold_purge
-}
-
-ratios=()
-before=$(expired_now)
-for round in $(seq "$rounds"); do
-    if ((round % 2)); then
-        without=$(run_without)
-        during=$(run_during)
-    else
-        during=$(run_during)
-        without=$(run_without)
-    fi
-    kill -0 "$purge_pid" 2>/dev/null || { echo "the purge ended before round $round: use more markers"; exit 1; }
-    pair_ratio=$(ratio "$during" "$without")
-    ratios+=("$pair_ratio")
-    printf 'round %2d  apply without purge %8.0f tps   during purge %8.0f tps   ratio %s\n' \
-        "$round" "$without" "$during" "$pair_ratio"
+for mode in transaction committing; do
+    ratios=()
+    for round in $(seq "$rounds"); do
+        sides=(1_1 1_0)
+        ((round % 2)) || sides=(1_0 1_1)
+        declare -A rates=()
+        for side in "${sides[@]}"; do
+            reload "purge_$side" "${side/_/.}"
+            rates[$side]=$(rate "purge_$side" "${statement[${mode}_$side]}")
+        done
+        ratios+=("$(ratio "${rates[1_1]}" "${rates[1_0]}")")
+        printf '%-11s round %d: inbox.purge %9s markers/s  hand-written on 1.0 %9s markers/s  ratio %s\n' \
+            "$mode" "$round" "${rates[1_1]}" "${rates[1_0]}" "${ratios[-1]}"
+    done
+    printf '%s\n' "${ratios[@]}" | median_ratio "purge, $mode, inbox.purge / hand-written ctid loop on 1.0"
 done
-purged=$((before - $(expired_now)))
-release_purge
-exec 3>&-
-sql postgres "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'CALL inbox.purge()'" >/dev/null
-wait "$purge_pid" || true
-
-median=$(printf '%s\n' "${ratios[@]}" | median)
-echo
-echo "expired markers: $expired; synchronous_commit = $synchronous_commit"
-echo "traffic: $clients apply clients, $rounds pairs of $seconds s runs"
-echo "purge rate alone:                     $purge_rate rows/s"
-echo "purge rate beside traffic:            $(awk -v d="$purged" -v s="$((seconds * rounds))" 'BEGIN { printf "%.0f", d / s }') rows/s"
-echo "apply tps during / without (median):  $median   (rounds: ${ratios[*]})"

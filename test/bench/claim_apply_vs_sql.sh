@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The hot path against the SQL a user would write without the extension, same cluster,
+# interleaved transaction by transaction (pgbench_compare.sh), one message per transaction:
+#   claim / insert     SELECT inbox.claim(consumer, id) against the bare
+#                      INSERT ... ON CONFLICT DO NOTHING into a two-column text table with only
+#                      its primary key (consumer, message_id);
+#   apply / statement  SELECT inbox.apply(consumer, id, 'credit(jsonb)', message) against the
+#                      same logic as one statement: the insert into that table and, only when it
+#                      inserted, the handler's UPDATE, reading the same jsonb message.
+# Message ids are random UUIDs, as most brokers make them. synchronous_commit = off: commits do
+# not wait for the disk, so the comparison is of CPU, where the difference is largest.
+#   test/bench/claim_apply_vs_sql.sh [seconds-per-round=10] [rounds=7] [clients=1]
+set -euo pipefail
+seconds=${1:-10}
+rounds=${2:-7}
+clients=${3:-1}
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/pgbench_compare.sh"
+private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '4GB'" "synchronous_commit = off" \
+    "inbox.purge_worker = off"
+
+cluster_psql <<'SQL'
+CREATE EXTENSION inbox;
+CREATE TABLE hand_markers (consumer text, message_id text, PRIMARY KEY (consumer, message_id));
+CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
+INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
+CREATE FUNCTION credit(payload jsonb) RETURNS void LANGUAGE sql AS $$
+    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
+    WHERE id = (payload ->> 'account')::int
+$$;
+SQL
+
+pgbench_script claim <<'SQL'
+SELECT inbox.claim('bench-claim', gen_random_uuid()::text);
+SQL
+pgbench_script insert <<'SQL'
+INSERT INTO hand_markers VALUES ('bench-insert', gen_random_uuid()::text) ON CONFLICT DO NOTHING;
+SQL
+pgbench_script apply <<'SQL'
+\set account random(1, 1000)
+SELECT inbox.apply('bench-apply', gen_random_uuid()::text, 'credit(jsonb)',
+                   jsonb_build_object('account', :account::int, 'amount', 7));
+SQL
+pgbench_script statement <<'SQL'
+\set account random(1, 1000)
+WITH message AS (SELECT jsonb_build_object('account', :account::int, 'amount', 7) AS payload),
+     claimed AS (INSERT INTO hand_markers VALUES ('bench-statement', gen_random_uuid()::text)
+                 ON CONFLICT DO NOTHING RETURNING true)
+UPDATE accounts SET balance = balance + (m.payload ->> 'amount')::bigint
+FROM message m
+WHERE id = (m.payload ->> 'account')::int AND EXISTS (SELECT FROM claimed);
+SQL
+
+echo "claim / bare INSERT ... ON CONFLICT DO NOTHING ($clients clients, ${seconds} s rounds)"
+pgbench_compare claim insert
+echo "apply / the same logic as one hand-written statement"
+pgbench_compare apply statement
