@@ -4,9 +4,11 @@
 #   claim / insert     SELECT inbox.claim(consumer, id) against the bare
 #                      INSERT ... ON CONFLICT DO NOTHING into a two-column text table with only
 #                      its primary key (consumer, message_id);
-#   apply / statement  SELECT inbox.apply(consumer, id, 'credit(jsonb)', message) against the
-#                      same logic as one statement: the insert into that table and, only when it
-#                      inserted, the handler's UPDATE, reading the same jsonb message.
+#   apply / statement  SELECT inbox.apply(consumer, id, handler, message) against the same
+#                      logic as one statement: the insert into that table and, only when it
+#                      inserted, the handler's UPDATE, reading the same jsonb message. Twice: with
+#                      the handler written in PL/pgSQL, and in SQL (LANGUAGE sql, whose body
+#                      PostgreSQL 15 plans again in every transaction that calls it).
 # Message ids are random UUIDs, as most brokers make them. synchronous_commit = off: commits do
 # not wait for the disk, so the comparison is of CPU, where the difference is largest.
 #   test/bench/claim_apply_vs_sql.sh [seconds-per-round=10] [rounds=7] [clients=1]
@@ -27,7 +29,12 @@ CREATE EXTENSION inbox;
 CREATE TABLE hand_markers (consumer text, message_id text, PRIMARY KEY (consumer, message_id));
 CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
 INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
-CREATE FUNCTION credit(payload jsonb) RETURNS void LANGUAGE sql AS $$
+CREATE FUNCTION credit_plpgsql(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
+    WHERE id = (payload ->> 'account')::int;
+END $$;
+CREATE FUNCTION credit_sql(payload jsonb) RETURNS void LANGUAGE sql AS $$
     UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
     WHERE id = (payload ->> 'account')::int
 $$;
@@ -39,11 +46,13 @@ SQL
 pgbench_script insert <<'SQL'
 INSERT INTO hand_markers VALUES ('bench-insert', gen_random_uuid()::text) ON CONFLICT DO NOTHING;
 SQL
-pgbench_script apply <<'SQL'
-\set account random(1, 1000)
-SELECT inbox.apply('bench-apply', gen_random_uuid()::text, 'credit(jsonb)',
+for language in plpgsql sql; do
+    pgbench_script "apply_$language" <<SQL
+\\set account random(1, 1000)
+SELECT inbox.apply('bench-apply', gen_random_uuid()::text, 'credit_$language(jsonb)',
                    jsonb_build_object('account', :account::int, 'amount', 7));
 SQL
+done
 pgbench_script statement <<'SQL'
 \set account random(1, 1000)
 WITH message AS (SELECT jsonb_build_object('account', :account::int, 'amount', 7) AS payload),
@@ -56,5 +65,7 @@ SQL
 
 echo "claim / bare INSERT ... ON CONFLICT DO NOTHING ($clients clients, ${seconds} s rounds)"
 pgbench_compare claim insert
-echo "apply / the same logic as one hand-written statement"
-pgbench_compare apply statement
+echo "apply with a PL/pgSQL handler / the same logic as one hand-written statement"
+pgbench_compare apply_plpgsql statement
+echo "apply with a SQL handler / the same logic as one hand-written statement"
+pgbench_compare apply_sql statement

@@ -10,11 +10,13 @@
 # (more lines for postgresql.conf in the environment variable settings, one a line): the primary
 # key of 20M markers (about 1 GB) does not fit in shared_buffers, as it would not on a real
 # server holding 30 days of traffic. Each round also prints the full-page images and WAL bytes
-# per claim (pg_stat_wal), where most of the difference goes.
+# per claim (pg_stat_wal), where most of the difference goes. ids=uuid7 in the environment
+# loads and claims time-ordered UUIDs instead (test/bench/markers.sh).
 set -euo pipefail
 markers=${1:-20000000}
 seconds=${2:-20}
 rounds=${3:-7}
+ids=${ids:-uuid}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
@@ -35,7 +37,7 @@ start=$(now_s)
 sql postgres "ALTER SYSTEM SET fsync = off"
 sql postgres "ALTER SYSTEM SET full_page_writes = off"
 sql postgres "SELECT pg_reload_conf()" >/dev/null
-marker_insert 1.1 "$markers" | cluster_psql -d full_inbox
+marker_insert 1.1 "$markers" "$ids" | cluster_psql -d full_inbox
 sql full_inbox "VACUUM ANALYZE inbox.markers"
 sql postgres "ALTER SYSTEM RESET ALL"
 sql postgres "SELECT pg_reload_conf()" >/dev/null
@@ -44,9 +46,13 @@ echo "loaded in $(awk -v s="$start" -v e="$(now_s)" 'BEGIN { printf "%.0f", e - 
     "$(sql full_inbox "SELECT pg_size_pretty(pg_total_relation_size('inbox.markers'))") of markers," \
     "primary key $(sql full_inbox "SELECT pg_size_pretty(pg_relation_size('inbox.markers_pkey'))")"
 
-cat >"$work/claim.sql" <<'SQL'
+case $ids in
+    uuid) new_id="gen_random_uuid()::text" ;;
+    uuid7) new_id=$(uuid7_sql "clock_timestamp()") ;;
+esac
+cat >"$work/claim.sql" <<SQL
 \set c random(0, 3)
-SELECT inbox.claim('consumer-' || :c, gen_random_uuid()::text);
+SELECT inbox.claim('consumer-' || :c, $new_id);
 SQL
 chmod 644 "$work/claim.sql"
 # One run in database $1; sets tps, and fpi and wal (full-page images and WAL bytes per claim,
@@ -81,4 +87,4 @@ for round in $(seq "$rounds"); do
     printf '  empty %6.0f tps (%s, %5s)  ratio %s\n' "$empty_inbox_tps" "$empty_inbox_fpi" \
         "$empty_inbox_wal" "${ratios[-1]}"
 done
-printf '%s\n' "${ratios[@]}" | median_ratio "claim on $markers markers / on an empty inbox"
+printf '%s\n' "${ratios[@]}" | median_ratio "claim on $markers markers ($ids ids) / on an empty inbox"

@@ -5,9 +5,10 @@
 # is at LAYOUT:
 #   1.1   into inbox.markers, consumers registered in inbox.consumer_registry first
 #   1.0   into 1.0's table inbox.messages
-# IDS: uuid (random UUIDs, the default) or order (ids like orders-2026-000123456, scattered
-# over a billion numbers without repeats). FIRST numbers the markers (default 1), so that loads
-# can follow each other without repeating ids.
+# IDS: uuid (random UUIDs, the default), uuid7 (time-ordered UUIDs, as UUIDv7 lays them out:
+# the millisecond of processed_at first, then random bits) or order (ids like
+# orders-2026-000123456, scattered over a billion numbers without repeats). FIRST numbers the
+# markers (default 1), so that loads can follow each other without repeating ids.
 #
 # As live traffic makes them: $marker_consumers consumers (default 4) take turns, and the
 # markers are $marker_rate per second (default 100, all consumers together), the newest
@@ -18,11 +19,18 @@ marker_consumers=${marker_consumers:-4}
 marker_rate=${marker_rate:-100}
 marker_age_s=${marker_age_s:-0}
 
+# A UUIDv7-like text of time expression $1: its millisecond in the first 48 bits, then random.
+uuid7_sql() {
+    local hex="lpad(to_hex((extract(epoch FROM $1) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 19)"
+    echo "regexp_replace($hex, '^(.{8})(.{4})(.{4})(.{4})', '\\1-\\2-\\3-\\4-')"
+}
+
 # The rows (g, consumer, message_id, processed_at) of the markers first .. first + count - 1.
 marker_rows() {
     local count=$1 ids=$2 first=$3 id
     case $ids in
         uuid) id="gen_random_uuid()::text" ;;
+        uuid7) id=$(uuid7_sql "now() - make_interval(secs => $marker_age_s + ($first + $count - 1 - g)::float8 / $marker_rate)") ;;
         # 738197503 is prime and does not divide 10^9: g -> g * p mod 10^9 repeats no number.
         order) id="'orders-2026-' || lpad(((g::bigint * 738197503) % 1000000000)::text, 9, '0')" ;;
         *) echo "unknown ids: $ids" >&2; return 1 ;;

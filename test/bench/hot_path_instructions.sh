@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Where the CPU of a claim goes, against the hand-written SQL of test/bench/claim_apply_vs_sql.sh:
+# instructions per transaction (one prepared statement, executed and committed N times) counted
+# by callgrind in a single-user backend, so that the figures do not depend on the machine's
+# load. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
+# which leaves out the backend's start and the first executions. Prints, per statement, the
+# instructions of one transaction, and for claim the parts the callgrind profile attributes to
+# the statement it runs (SPI: plan cache, executor start, run and end).
+#   test/bench/hot_path_instructions.sh [N=3000]
+set -euo pipefail
+calls=${1:-3000}
+warm=200
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+chmod 711 "$work"
+source "$source_dir/scripts/cluster.sh"
+trap 'rm -rf "$work"' EXIT
+make -s -C "$source_dir" >/dev/null
+private_install "$work/root" "$source_dir"
+chown -R "$cluster_user" "$work"
+bindir=$private_bindir
+as_cluster_user "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
+echo "synchronous_commit = off" >>"$work/data/postgresql.conf"
+as_cluster_user "$bindir/postgres" --single -D "$work/data" -j postgres >/dev/null 2>&1 <<'SQL'
+CREATE EXTENSION inbox;
+CREATE TABLE hand_markers (consumer text, message_id text, PRIMARY KEY (consumer, message_id));
+CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
+INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
+CREATE FUNCTION credit_plpgsql(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
+    WHERE id = (payload ->> 'account')::int;
+END $$;
+CREATE FUNCTION credit_sql(payload jsonb) RETURNS void LANGUAGE sql AS $$
+    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
+    WHERE id = (payload ->> 'account')::int
+$$;
+SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');
+SQL
+
+declare -A statement=(
+    [claim]="SELECT inbox.claim('claim', gen_random_uuid()::text)"
+    [insert]="INSERT INTO hand_markers VALUES ('insert', gen_random_uuid()::text) ON CONFLICT DO NOTHING"
+    [apply_plpgsql]="SELECT inbox.apply('apply', gen_random_uuid()::text, 'credit_plpgsql(jsonb)', jsonb_build_object('account', 7, 'amount', 7))"
+    [apply_sql]="SELECT inbox.apply('apply', gen_random_uuid()::text, 'credit_sql(jsonb)', jsonb_build_object('account', 7, 'amount', 7))"
+    [statement]="WITH message AS (SELECT jsonb_build_object('account', 7, 'amount', 7) AS payload), claimed AS (INSERT INTO hand_markers VALUES ('statement', gen_random_uuid()::text) ON CONFLICT DO NOTHING RETURNING true) UPDATE accounts SET balance = balance + (m.payload ->> 'amount')::bigint FROM message m WHERE id = (m.payload ->> 'account')::int AND EXISTS (SELECT FROM claimed)"
+)
+
+# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
+# transaction each); the profile is kept in $work/$1-$2.out.
+instructions() {
+    local name=$1 times=$2
+    { echo "PREPARE s AS ${statement[$name]};"; yes 'EXECUTE s;' | head -n "$times"; } >"$work/$name-$times.sql"
+    chmod 644 "$work/$name-$times.sql"
+    as_cluster_user env TMPDIR="$work" valgrind --tool=callgrind \
+        --callgrind-out-file="$work/$name-$times.out" "$bindir/postgres" --single -D "$work/data" \
+        postgres <"$work/$name-$times.sql" >"$work/$name-$times.log" 2>&1
+    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/$name-$times.out"
+}
+
+declare -A per_transaction
+for name in claim insert apply_plpgsql apply_sql statement; do
+    many=$(instructions "$name" "$calls")
+    few=$(instructions "$name" "$warm")
+    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    printf '%-14s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
+done
+for pair in claim/insert apply_plpgsql/statement apply_sql/statement; do
+    printf '%-24s %s times the instructions\n' "$pair" \
+        "$(awk -v a="${per_transaction[${pair%/*}]}" -v b="${per_transaction[${pair#*/}]}" 'BEGIN { printf "%.3f", a / b }')"
+done
+
+# Inclusive instructions per claim of the functions that make up its statement.
+echo "inside a claim (inclusive, per transaction):"
+callgrind_annotate --inclusive=yes --threshold=100 "$work/claim-$calls.out" 2>/dev/null |
+    awk -v n="$calls" '
+        /[:](inbox_claim|SPI_execute_plan|GetCachedPlan|standard_ExecutorStart|standard_ExecutorRun.2|standard_ExecutorEnd|ExecInsertIndexTuples|ExecCheckIndexConstraints|heap_insert) \[/ {
+            gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
+            printf "  %-28s %7d\n", name, $1 / n
+        }'
