@@ -189,7 +189,7 @@ JOIN inbox.consumer_registry r ON r.name OPERATOR(pg_catalog.=) m.consumer;
 
 -- Built after the load: one sort each, and leaf pages filled as densely as an index can be.
 ALTER TABLE inbox.markers ADD CONSTRAINT markers_pkey PRIMARY KEY (consumer_id, message_key);
-CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket, time_offset);
+CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket);
 
 -- The statistics read the new store and count the outcomes of 1.1: inbox.stats_counters() gains
 -- columns, and the view appends them. The old function steps aside under another name until the
@@ -277,15 +277,18 @@ SELECT c.consumer,
                           (SELECT pg_catalog.round(s.markers)::pg_catalog.int8
                            FROM sampled s WHERE s.consumer_id OPERATOR(pg_catalog.=) c.id))
        END AS retained,
-       -- The oldest second: one descent of the retention index.
+       -- The oldest bucket is one descent of the retention index; the oldest second is in it.
        (SELECT '2000-01-01 00:00:00+00'::pg_catalog.timestamptz OPERATOR(pg_catalog.+)
                (((m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
-                 OPERATOR(pg_catalog.+) (m.time_offset::pg_catalog.int4
-                                         OPERATOR(pg_catalog.&) 255))::pg_catalog.float8
+                 OPERATOR(pg_catalog.+) pg_catalog.min(m.time_offset::pg_catalog.int4
+                                                       OPERATOR(pg_catalog.&) 255))::pg_catalog.float8
                 OPERATOR(pg_catalog.*) '1 s'::pg_catalog.interval)
         FROM inbox.markers m
         WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id
-        ORDER BY m.time_bucket, m.time_offset LIMIT 1) AS oldest_processed_at,
+          AND m.time_bucket OPERATOR(pg_catalog.=)
+              (SELECT pg_catalog.min(o.time_bucket) FROM inbox.markers o
+               WHERE o.consumer_id OPERATOR(pg_catalog.=) c.id)
+        GROUP BY m.time_bucket) AS oldest_processed_at,
        k.last_duplicate_at,
        d.stats_reset,
        coalesce(k.in_progress, untracked.none_counted) AS in_progress,
@@ -454,7 +457,7 @@ CREATE TABLE inbox.marker_details (
     result jsonb,
     CONSTRAINT marker_details_pkey PRIMARY KEY (consumer_id, message_key)
 );
-CREATE INDEX marker_details_retention ON inbox.marker_details (consumer_id, time_bucket, time_offset);
+CREATE INDEX marker_details_retention ON inbox.marker_details (consumer_id, time_bucket);
 COMMENT ON TABLE inbox.marker_details IS
     'Payload fingerprints and stored results of the markers that have them.';
 SELECT pg_catalog.pg_extension_config_dump('inbox.marker_details', '');

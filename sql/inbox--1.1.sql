@@ -121,9 +121,8 @@ $guard$;
 --      time_offset  "char"    the second within the bucket (fits in the tuple's padding)
 --      message_key  bytea     the message id: a canonical UUID as its 16 bytes, else its bytes
 --    with the primary key (consumer_id, message_key), which arbitrates first deliveries, and the
---    retention index (consumer_id, time_bucket, time_offset), which B-tree deduplication keeps
---    to one posting list per consumer and second, and which the purge walks in ranges of whole
---    seconds.
+--    retention index (consumer_id, time_bucket), which B-tree deduplication keeps to one posting
+--    list per consumer and bucket.
 -- Nothing is evaluated per insert: no default, no CHECK, no expression index on the markers.
 -- =============================================================================================
 
@@ -154,7 +153,7 @@ CREATE TABLE inbox.markers (
     message_key bytea NOT NULL,
     CONSTRAINT markers_pkey PRIMARY KEY (consumer_id, message_key)
 );
-CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket, time_offset);
+CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket);
 COMMENT ON TABLE inbox.markers IS
     'Markers of processed messages, compact; read them through the view inbox.messages.';
 
@@ -365,15 +364,18 @@ SELECT c.consumer,
                           (SELECT pg_catalog.round(s.markers)::pg_catalog.int8
                            FROM sampled s WHERE s.consumer_id OPERATOR(pg_catalog.=) c.id))
        END AS retained,
-       -- The oldest second: one descent of the retention index.
+       -- The oldest bucket is one descent of the retention index; the oldest second is in it.
        (SELECT '2000-01-01 00:00:00+00'::pg_catalog.timestamptz OPERATOR(pg_catalog.+)
                (((m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
-                 OPERATOR(pg_catalog.+) (m.time_offset::pg_catalog.int4
-                                         OPERATOR(pg_catalog.&) 255))::pg_catalog.float8
+                 OPERATOR(pg_catalog.+) pg_catalog.min(m.time_offset::pg_catalog.int4
+                                                       OPERATOR(pg_catalog.&) 255))::pg_catalog.float8
                 OPERATOR(pg_catalog.*) '1 s'::pg_catalog.interval)
         FROM inbox.markers m
         WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id
-        ORDER BY m.time_bucket, m.time_offset LIMIT 1) AS oldest_processed_at,
+          AND m.time_bucket OPERATOR(pg_catalog.=)
+              (SELECT pg_catalog.min(o.time_bucket) FROM inbox.markers o
+               WHERE o.consumer_id OPERATOR(pg_catalog.=) c.id)
+        GROUP BY m.time_bucket) AS oldest_processed_at,
        k.last_duplicate_at,
        d.stats_reset,
        coalesce(k.in_progress, untracked.none_counted) AS in_progress,
@@ -507,7 +509,7 @@ CREATE TABLE inbox.marker_details (
     result jsonb,
     CONSTRAINT marker_details_pkey PRIMARY KEY (consumer_id, message_key)
 );
-CREATE INDEX marker_details_retention ON inbox.marker_details (consumer_id, time_bucket, time_offset);
+CREATE INDEX marker_details_retention ON inbox.marker_details (consumer_id, time_bucket);
 COMMENT ON TABLE inbox.marker_details IS
     'Payload fingerprints and stored results of the markers that have them.';
 SELECT pg_catalog.pg_extension_config_dump('inbox.marker_details', '');

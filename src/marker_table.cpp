@@ -62,12 +62,13 @@ const MarkerStore* marker_store() {
     return &cached_store;
 }
 
-Oid lock_marker_table(LOCKMODE mode) {
-    Oid markers = find_table("markers", mode);
-    if (OidIsValid(markers)) return markers;
+bool lock_store_for_purge() {
+    if (OidIsValid(find_table("consumer_registry", AccessShareLock)))
+        return OidIsValid(find_table("markers", RowExclusiveLock)) &&
+               OidIsValid(find_table("marker_details", RowExclusiveLock));
     Oid messages = find_table("messages", NoLock);
-    if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW) return InvalidOid;
-    return find_table("messages", mode);
+    if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW) return false;
+    return OidIsValid(find_table("messages", RowExclusiveLock));
 }
 
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {

@@ -28,9 +28,11 @@ struct MarkerStore {
 // extension's tables are missing.
 const MarkerStore* marker_store();
 
-// The markers' table, locked in `mode` (NoLock: only found); InvalidOid when the extension is
-// gone. Never resolved through the search_path.
-Oid lock_marker_table(LOCKMODE mode);
+// Locks the tables a purge batch reads and deletes from (1.1: the registry, the markers and their
+// details; 1.0: its table), in the order the extension created them, which DROP EXTENSION
+// follows: a batch and a DROP EXTENSION wait for each other, never deadlock. False when the
+// extension is gone. Never resolved through the search_path.
+bool lock_store_for_purge();
 
 // A statement on the store, prepared on first use and kept for the backend's life; the plan
 // cache re-plans it when a table changes.

@@ -1,8 +1,8 @@
 // When a marker was processed, as it is stored: whole seconds since 2000-01-01 00:00 UTC (the
-// epoch of PostgreSQL's timestamps), split into a 256-second bucket (an int4 column) and the
-// second within the bucket (a one-byte "char" column, which fits in the alignment padding of the
-// marker's tuple and so costs no byte); the retention index keys on both, and B-tree
-// deduplication keeps one posting list per consumer and second. Pure C++, unit-tested.
+// epoch of PostgreSQL's timestamps), split into a 256-second bucket (an int4 column, which the
+// retention index keys on, so that B-tree deduplication keeps one posting list per consumer and
+// bucket) and the second within the bucket (a one-byte "char" column, which fits in the
+// alignment padding of the marker's tuple and so costs no byte). Pure C++, unit-tested.
 #pragma once
 
 #include <cstdint>

@@ -51,13 +51,6 @@ bool take_purge_lock(bool wait) {
     return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-// Locks the marker table for the batch, or reports that the extension is gone. Taking the lock
-// before any statement means a concurrent DROP EXTENSION either waits for this batch or has
-// committed, never fails it half-way.
-bool lock_markers() {
-    return OidIsValid(lock_marker_table(RowExclusiveLock));
-}
-
 // ---- the compact layout: consumers by id, each with its own retention -----------------------
 
 MarkerStatement next_registered_consumer = {
@@ -68,33 +61,46 @@ MarkerStatement next_registered_consumer = {
     .argtypes = {INT2OID},
     .plan = nullptr};
 
-// A consumer's expired markers go in ranges of whole seconds, [from, to), oldest first. The end
-// of a range is the second of the (limit + 1)-th marker from its start (read from the retention
-// index alone, when its pages are all-visible, as old pages are), so that a range holds at most
-// `limit` markers; then one index range scan deletes them. Only a single second holding more
-// markers than a batch may take is deleted in parts, by key.
+// A consumer's expired markers go in ranges [from, to) of seconds, oldest first, each deleted by
+// one scan of the retention index (consumer, bucket). A range ends where the (limit + 1)-th
+// marker from its start lies: at a whole bucket, found from the index alone (when its pages are
+// all-visible, as old pages are); within the first bucket, when that bucket alone holds more
+// markers than the range may, at a second, found from the bucket's rows. Only a single second
+// holding more markers than a batch is deleted in parts, by key.
+MarkerStatement end_bucket = {
+    .sql =
+        "SELECT time_bucket FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
+        "AND time_bucket OPERATOR(pg_catalog.>=) $2 AND time_bucket OPERATOR(pg_catalog.<=) $3 "
+        "ORDER BY time_bucket OFFSET $4 LIMIT 1",
+    .nargs = 4,
+    .argtypes = {INT2OID, INT4OID, INT4OID, INT8OID},
+    .plan = nullptr};
 #define SECOND "(time_bucket, time_offset)"
-#define FROM_SECOND "($2, $3)"
-#define TO_SECOND "($4, $5)"
-#define IN_RANGE                                                                                \
-    "consumer_id OPERATOR(pg_catalog.=) $1 AND " SECOND " OPERATOR(pg_catalog.>=) " FROM_SECOND \
-    " AND " SECOND " OPERATOR(pg_catalog.<) " TO_SECOND
-MarkerStatement end_of_range = {
-    .sql = "SELECT time_bucket, time_offset FROM inbox.markers WHERE " IN_RANGE
-           " ORDER BY time_bucket, time_offset OFFSET $6 LIMIT 1",
+MarkerStatement end_second = {
+    .sql =
+        "SELECT time_offset FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
+        "AND time_bucket OPERATOR(pg_catalog.=) $2 AND time_offset OPERATOR(pg_catalog.>=) $3 "
+        "AND " SECOND " OPERATOR(pg_catalog.<) ($4, $5) ORDER BY time_offset OFFSET $6 LIMIT 1",
     .nargs = 6,
     .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID, INT8OID},
     .plan = nullptr};
+// The seconds [($2, $3), ($4, $5)), in the buckets $2 to $6 (the index scans exactly those).
+#define IN_RANGE                                                                        \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.>=) $2 " \
+    "AND time_bucket OPERATOR(pg_catalog.<=) $6 "                                       \
+    "AND " SECOND                                                                       \
+    " OPERATOR(pg_catalog.>=) ($2, $3) "                                                \
+    "AND " SECOND " OPERATOR(pg_catalog.<) ($4, $5)"
 MarkerStatement delete_markers_in_range = {
     .sql = "DELETE FROM inbox.markers WHERE " IN_RANGE,
-    .nargs = 5,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID},
+    .nargs = 6,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID, INT4OID},
     .plan = nullptr};
 // What the markers kept beside them (fingerprints, results), which carries their time.
 MarkerStatement delete_details_in_range = {
     .sql = "DELETE FROM inbox.marker_details WHERE " IN_RANGE,
-    .nargs = 5,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID},
+    .nargs = 6,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID, INT4OID},
     .plan = nullptr};
 #define IN_SECOND                                                                          \
     "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.=) $2 AND " \
@@ -108,8 +114,6 @@ MarkerStatement delete_markers_of_second = {
     .plan = nullptr};
 #undef IN_SECOND
 #undef IN_RANGE
-#undef TO_SECOND
-#undef FROM_SECOND
 #undef SECOND
 
 // ---- a database still at 1.0: consumers by name, one retention ------------------------------
@@ -196,51 +200,75 @@ bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     return true;
 }
 
-bool same_second(inbox::MarkerTime a, inbox::MarkerTime b) {
-    return a.bucket == b.bucket && a.offset == b.offset;
+// What a step of the purge left: the consumer's expired markers are all gone, or some are left,
+// or the batch should end here (its room would take only part of a bucket).
+enum class Step { consumer_done, more, batch_full };
+
+Datum second_datum(std::uint8_t offset) {
+    return CharGetDatum(static_cast<char>(offset));
 }
 
 // Deletes up to `limit` expired markers of the cursor's consumer, oldest first, with the details
-// kept beside them; returns how many markers went. *more: the consumer may have more.
-int64 delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool* more) {
+// kept beside them, and counts them in *deleted. A bucket that holds more markers than `limit` is
+// split only when the batch is empty (`batch_started` false), so that small rests of a batch
+// never cost a walk through a whole bucket.
+Step delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool batch_started,
+                            int64* deleted) {
     inbox::MarkerTime from = cursor->from;
-    inbox::MarkerTime to = inbox::first_kept(cursor->cutoff);
-    Datum range[6] = {Int16GetDatum(cursor->consumer_id),           Int32GetDatum(from.bucket),
-                      CharGetDatum(static_cast<char>(from.offset)), Int32GetDatum(to.bucket),
-                      CharGetDatum(static_cast<char>(to.offset)),   Int64GetDatum(limit)};
-    execute_as_store_owner(&end_of_range, range);
-    *more = SPI_processed > 0;  // more than `limit` markers are left
-    if (*more) {
-        Datum value = 0;
-        first_row_value(1, &value);
-        to.bucket = DatumGetInt32(value);
-        first_row_value(2, &value);
-        to.offset = static_cast<std::uint8_t>(DatumGetChar(value));
-        range[3] = Int32GetDatum(to.bucket);
-        range[4] = CharGetDatum(static_cast<char>(to.offset));
+    inbox::MarkerTime kept = inbox::first_kept(cursor->cutoff);
+    inbox::MarkerTime to = kept;
+    Step step = Step::more;
+    Datum consumer = Int16GetDatum(cursor->consumer_id);
+    Datum buckets[4] = {consumer, Int32GetDatum(from.bucket), Int32GetDatum(kept.bucket),
+                        Int64GetDatum(limit)};
+    execute_as_store_owner(&end_bucket, buckets);
+    Datum value = 0;
+    if (!first_row_value(1, &value)) {
+        step = Step::consumer_done;
+    } else if (DatumGetInt32(value) > from.bucket) {
+        to = {DatumGetInt32(value), 0};
+    } else {
+        if (batch_started) return Step::batch_full;
+        Datum seconds[6] = {consumer,
+                            Int32GetDatum(from.bucket),
+                            second_datum(from.offset),
+                            Int32GetDatum(kept.bucket),
+                            second_datum(kept.offset),
+                            Int64GetDatum(limit)};
+        execute_as_store_owner(&end_second, seconds);
+        if (!first_row_value(1, &value)) {
+            step = Step::consumer_done;
+        } else if (static_cast<std::uint8_t>(DatumGetChar(value)) > from.offset) {
+            to = {from.bucket, static_cast<std::uint8_t>(DatumGetChar(value))};
+        } else {
+            Datum second[4] = {consumer, Int32GetDatum(from.bucket), second_datum(from.offset),
+                               Int64GetDatum(limit)};
+            execute_as_store_owner(&delete_markers_of_second, second);
+            *deleted = static_cast<int64>(SPI_processed);
+            return Step::more;
+        }
     }
-    if (same_second(from, to)) {
-        Datum second[4] = {range[0], range[1], range[2], range[5]};
-        execute_as_store_owner(&delete_markers_of_second, second);
-        return static_cast<int64>(SPI_processed);
-    }
+    int32 last_bucket = to.offset == 0 ? to.bucket - 1 : to.bucket;
+    Datum range[6] = {consumer,
+                      Int32GetDatum(from.bucket),
+                      second_datum(from.offset),
+                      Int32GetDatum(to.bucket),
+                      second_datum(to.offset),
+                      Int32GetDatum(last_bucket)};
     execute_as_store_owner(&delete_markers_in_range, range);
-    auto deleted = static_cast<int64>(SPI_processed);
+    *deleted = static_cast<int64>(SPI_processed);
     execute_as_store_owner(&delete_details_in_range, range);
     cursor->from = to;
-    return deleted;
+    return step;
 }
 
-// Deletes up to `limit` expired markers of the cursor's consumer; returns how many went.
-// *more: the consumer may have more.
-int64 delete_expired(ConsumerCursor* cursor, int64 limit, bool* more) {
-    if (marker_store()->layout == MarkerLayout::compact)
-        return delete_expired_compact(cursor, limit, more);
+// A database still at 1.0: up to `limit` of the consumer's expired markers, oldest first.
+Step delete_expired_by_name(const ConsumerCursor* cursor, int64 limit, int64* deleted) {
     Datum values[3] = {PointerGetDatum(cursor->consumer_name), TimestampTzGetDatum(cursor->cutoff),
                        Int64GetDatum(limit)};
     execute_as_store_owner(&delete_expired_1_0, values);
-    *more = static_cast<int64>(SPI_processed) == limit;
-    return static_cast<int64>(SPI_processed);
+    *deleted = static_cast<int64>(SPI_processed);
+    return *deleted == limit ? Step::more : Step::consumer_done;
 }
 
 bool past(TimestampTz deadline) {
@@ -266,10 +294,13 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
             break;
         }
         int64 limit = run->batch_size - *deleted;
-        bool more = false;
-        int64 removed = delete_expired(cursor, limit, &more);
+        int64 removed = 0;
+        Step step = marker_store()->layout == MarkerLayout::compact
+                        ? delete_expired_compact(cursor, limit, *deleted > 0, &removed)
+                        : delete_expired_by_name(cursor, limit, &removed);
         *deleted += removed;
-        if (!more) cursor->positioned = false;  // this consumer is done
+        if (step == Step::consumer_done) cursor->positioned = false;
+        if (step == Step::batch_full) break;
     }
     SPI_finish();
     PopActiveSnapshot();
@@ -309,7 +340,9 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
                 progress.outcome = PurgeOutcome::busy;
                 break;
             }
-            if (!lock_markers()) {
+            // Before any statement: a concurrent DROP EXTENSION either waits for this batch or
+            // has committed, never fails it half-way.
+            if (!lock_store_for_purge()) {
                 progress.outcome = PurgeOutcome::extension_gone;
                 break;
             }

@@ -38,10 +38,9 @@ sql postgres "ALTER SYSTEM SET fsync = off"
 sql postgres "ALTER SYSTEM SET full_page_writes = off"
 sql postgres "SELECT pg_reload_conf()" >/dev/null
 marker_insert 1.1 "$markers" "$ids" | cluster_psql -d full_inbox
-sql full_inbox "VACUUM ANALYZE inbox.markers"
 sql postgres "ALTER SYSTEM RESET ALL"
 sql postgres "SELECT pg_reload_conf()" >/dev/null
-sql full_inbox "CHECKPOINT"
+settle_markers full_inbox inbox.markers
 echo "loaded in $(awk -v s="$start" -v e="$(now_s)" 'BEGIN { printf "%.0f", e - s }') s;" \
     "$(sql full_inbox "SELECT pg_size_pretty(pg_total_relation_size('inbox.markers'))") of markers," \
     "primary key $(sql full_inbox "SELECT pg_size_pretty(pg_relation_size('inbox.markers_pkey'))")"

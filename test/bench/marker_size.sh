@@ -59,7 +59,7 @@ for ids in uuid order; do
         sql "$db" "CREATE EXTENSION inbox VERSION '$layout'"
         echo "loading $markers markers with $ids ids into $db..."
         marker_insert "$layout" "$markers" "$ids" | cluster_psql -d "$db"
-        sql "$db" "VACUUM $(tables "$layout")"
+        settle_markers "$db" "$(tables "$layout")"
     done
 done
 

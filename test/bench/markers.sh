@@ -69,3 +69,14 @@ SQL
         *) echo "unknown layout: $layout" >&2; return 1 ;;
     esac
 }
+
+# After a load: vacuums and analyzes the tables (a list) of database $1 as autovacuum would have
+# long since done for markers this old. The checkpoint first writes the loading transaction's
+# commit to the WAL on disk: until then, under synchronous_commit = off, VACUUM could neither
+# set the tuples' hint bits nor mark their pages all-visible.
+settle_markers() {
+    local db=$1 tables=$2
+    sql "$db" "CHECKPOINT"
+    sql "$db" "VACUUM ANALYZE $tables"
+    sql "$db" "CHECKPOINT"
+}

@@ -52,14 +52,11 @@ END $$;
 SQL
 
 reload() {
-    local db=$1 layout=$2
-    case $layout in
-        1.1) sql "$db" "TRUNCATE inbox.markers, inbox.marker_details" ;;
-        1.0) sql "$db" "TRUNCATE inbox.messages" ;;
-    esac
+    local db=$1 layout=$2 tables=inbox.messages
+    [ "$layout" = 1.0 ] || tables="inbox.markers, inbox.marker_details"
+    sql "$db" "TRUNCATE $tables"
     marker_insert "$layout" "$markers" | cluster_psql -d "$db"
-    sql "$db" "VACUUM ANALYZE"
-    sql "$db" "CHECKPOINT"
+    settle_markers "$db" "$tables"
 }
 
 # Runs the statement in the database; prints the markers it deleted per second.

@@ -27,8 +27,7 @@ private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '8GB'" "checkpoin
 sql postgres "CREATE EXTENSION inbox"
 echo "loading $expired expired markers..."
 marker_age_s=$((31 * 86400)) marker_insert 1.1 "$expired" | cluster_psql
-sql postgres "VACUUM ANALYZE inbox.markers"
-sql postgres "CHECKPOINT"
+settle_markers postgres inbox.markers
 expired_left() {
     sql postgres "SELECT count(*) FROM inbox.messages WHERE processed_at < now() - interval '30 days'"
 }

@@ -19,8 +19,7 @@ private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '8GB'" "checkpoin
 sql postgres "CREATE EXTENSION inbox VERSION '1.0'"
 echo "loading $markers markers into 1.0's table..."
 marker_insert 1.0 "$markers" | cluster_psql
-sql postgres "VACUUM ANALYZE inbox.messages"
-sql postgres "CHECKPOINT"
+settle_markers postgres inbox.messages
 echo "1.0: $(sql postgres "SELECT pg_size_pretty(pg_total_relation_size('inbox.messages'))") of markers"
 
 # A reader and a claim started 0.3 s into the update: how long each waits.
