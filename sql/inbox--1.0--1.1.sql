@@ -134,6 +134,11 @@ CREATE TABLE inbox.consumer_registry (
         CHECK (max_attempts OPERATOR(pg_catalog.>=) 1)
 );
 ALTER SEQUENCE inbox.consumer_registry_id_seq OWNED BY inbox.consumer_registry.id;
+-- Analyzed after any change: a registry of a few consumers would otherwise never reach
+-- autovacuum's threshold, and the planner's guess of hundreds of rows makes the estimated cost of
+-- inbox.stats, which works per consumer, high enough for a JIT compilation on every call.
+ALTER TABLE inbox.consumer_registry
+    SET (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE inbox.consumer_registry IS
     'One row per consumer that has claimed or been configured: its id in inbox.markers and its settings.';
 
