@@ -3,9 +3,10 @@
 # "full_inbox" holds N markers (test/bench/markers.sh: random UUID ids of 4 consumers, each with its
 # own processed_at), "empty_inbox" none. pgbench runs 1 client claiming new random UUIDs for the same
 # consumers, alternately in each database (full, empty, empty, full, ...), so that drift in the
-# machine's load hits both alike; the ratio of each pair of runs, then their median and range:
-# claim throughput on the full inbox / on the empty one.
-#   test/bench/claim_full_inbox.sh [markers=20000000] [seconds-per-run=20] [rounds=7]
+# machine's load hits both alike; the ratio of each pair of runs, then the median and range over
+# blocks of two rounds (median_block_ratio in pgbench_compare.sh): claim throughput on the full
+# inbox / on the empty one.
+#   test/bench/claim_full_inbox.sh [markers=20000000] [seconds-per-run=20] [rounds=8]
 # shared_buffers = 256MB and synchronous_commit = off, the other settings PostgreSQL's defaults
 # (more lines for postgresql.conf in the environment variable settings, one a line): the primary
 # key of 20M markers (about 1 GB) does not fit in shared_buffers, as it would not on a real
@@ -15,7 +16,7 @@
 set -euo pipefail
 markers=${1:-20000000}
 seconds=${2:-20}
-rounds=${3:-7}
+rounds=${3:-8}
 ids=${ids:-uuid}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -86,4 +87,4 @@ for round in $(seq "$rounds"); do
     printf '  empty %6.0f tps (%s, %5s)  ratio %s\n' "$empty_inbox_tps" "$empty_inbox_fpi" \
         "$empty_inbox_wal" "${ratios[-1]}"
 done
-printf '%s\n' "${ratios[@]}" | median_ratio "claim on $markers markers ($ids ids) / on an empty inbox"
+printf '%s\n' "${ratios[@]}" | median_block_ratio "claim on $markers markers ($ids ids) / on an empty inbox"

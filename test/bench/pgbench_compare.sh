@@ -3,6 +3,10 @@
 #   pgbench_script NAME < script        writes $work/NAME.sql
 #   pgbench_compare OURS THEIRS         $rounds rounds; prints each and the median ratio
 #   median_ratio LABEL < ratios         prints the median and the range of one ratio a line
+#   median_block_ratio LABEL < ratios   the same of the geometric means of two rounds in a row, for
+#                                       runs whose order alternates (AB, BA, AB, ...): on a shared
+#                                       machine the first and second run of a round can differ
+#                                       systematically, and a block of two rounds cancels that
 #
 # Each round is ONE pgbench run in which every transaction picks OURS or THEIRS at random, so
 # both share every moment of the machine's load; pgbench reports each script's mean latency, and
@@ -33,4 +37,10 @@ pgbench_compare() {
 median_ratio() {
     sort -n | awk -v label="$1" '{r[NR] = $1}
         END {printf "median %s: %.3f (range %.3f - %.3f, %d rounds)\n", label, r[int((NR + 1) / 2)], r[1], r[NR], NR}'
+}
+
+median_block_ratio() {
+    awk 'NR % 2 { first = $1; next } { printf "%.6f\n", sqrt(first * $1) }' | sort -n |
+        awk -v label="$1" '{r[NR] = $1}
+        END {printf "median %s: %.3f (range %.3f - %.3f, %d blocks of two rounds)\n", label, r[int((NR + 1) / 2)], r[1], r[NR], NR}'
 }

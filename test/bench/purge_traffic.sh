@@ -5,15 +5,16 @@
 # through the rounds; in each round pgbench claims new random UUIDs for the same consumers
 # (1 client by default), once with the purge held back (a session holds the database's purge
 # lock, so the purge waits before its next batch) and once with it running, the order
-# alternating. Prints each pair, the median and range of the ratios (claims during / without),
-# and the purge's rate beside the traffic. The rounds must end before the purge does: a round
+# alternating. Prints each pair, the median and range of the ratios (claims during / without)
+# over blocks of two rounds (median_block_ratio in pgbench_compare.sh), and the purge's rate
+# beside the traffic. The rounds must end before the purge does: a round
 # that finds it finished stops the benchmark.
-#   test/bench/purge_traffic.sh [expired markers=5000000] [seconds-per-run=1] [rounds=11] [clients=1]
+#   test/bench/purge_traffic.sh [expired markers=5000000] [seconds-per-run=1] [rounds=12] [clients=1]
 # synchronous_commit = off: claims are bound by CPU, where a purge beside them weighs most.
 set -euo pipefail
 expired=${1:-5000000}
 seconds=${2:-1}
-rounds=${3:-11}
+rounds=${3:-12}
 clients=${4:-1}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -99,6 +100,6 @@ sql postgres "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 
 wait "$purge_pid" || true
 
 echo "$clients claiming clients, $rounds pairs of $seconds s runs, $expired expired markers"
-printf '%s\n' "${ratios[@]}" | median_ratio "claims/s during a purge / without"
+printf '%s\n' "${ratios[@]}" | median_block_ratio "claims/s during a purge / without"
 echo "the purge beside the traffic: $purged markers in $purging_s s," \
     "$(awk -v d="$purged" -v s="$purging_s" 'BEGIN { printf "%.0f", d / s }') markers/s"
