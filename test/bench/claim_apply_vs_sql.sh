@@ -24,21 +24,7 @@ source "$source_dir/test/bench/pgbench_compare.sh"
 private_cluster_start "shared_buffers = '1GB'" "max_wal_size = '4GB'" "synchronous_commit = off" \
     "inbox.purge_worker = off"
 
-cluster_psql <<'SQL'
-CREATE EXTENSION inbox;
-CREATE TABLE hand_markers (consumer text, message_id text, PRIMARY KEY (consumer, message_id));
-CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
-INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
-CREATE FUNCTION credit_plpgsql(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
-    WHERE id = (payload ->> 'account')::int;
-END $$;
-CREATE FUNCTION credit_sql(payload jsonb) RETURNS void LANGUAGE sql AS $$
-    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
-    WHERE id = (payload ->> 'account')::int
-$$;
-SQL
+cluster_psql -f "$source_dir/test/bench/hot_path_setup.sql" >/dev/null
 
 pgbench_script claim <<'SQL'
 SELECT inbox.claim('bench-claim', gen_random_uuid()::text);

@@ -22,22 +22,10 @@ chown -R "$cluster_user" "$work"
 bindir=$private_bindir
 as_cluster_user "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
 echo "synchronous_commit = off" >>"$work/data/postgresql.conf"
-as_cluster_user "$bindir/postgres" --single -D "$work/data" -j postgres >/dev/null 2>&1 <<'SQL'
-CREATE EXTENSION inbox;
-CREATE TABLE hand_markers (consumer text, message_id text, PRIMARY KEY (consumer, message_id));
-CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
-INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
-CREATE FUNCTION credit_plpgsql(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
-    WHERE id = (payload ->> 'account')::int;
-END $$;
-CREATE FUNCTION credit_sql(payload jsonb) RETURNS void LANGUAGE sql AS $$
-    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
-    WHERE id = (payload ->> 'account')::int
-$$;
-SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');
-SQL
+{
+    cat "$source_dir/test/bench/hot_path_setup.sql"
+    printf '\n%s\n\n' "SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');"
+} | as_cluster_user "$bindir/postgres" --single -D "$work/data" -j postgres >/dev/null 2>&1
 
 declare -A statement=(
     [claim]="SELECT inbox.claim('claim', gen_random_uuid()::text)"
