@@ -12,12 +12,14 @@
 # key of 20M markers (about 1 GB) does not fit in shared_buffers, as it would not on a real
 # server holding 30 days of traffic. Each round also prints the full-page images and WAL bytes
 # per claim (pg_stat_wal), where most of the difference goes. ids=uuid7 in the environment
-# loads and claims time-ordered UUIDs instead (test/bench/markers.sh).
+# loads and claims time-ordered UUIDs instead (test/bench/markers.sh); layout=1.0 measures both
+# databases at 1.0 instead, for comparison.
 set -euo pipefail
 markers=${1:-20000000}
 seconds=${2:-20}
 rounds=${3:-8}
 ids=${ids:-uuid}
+layout=${layout:-1.1}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
@@ -30,7 +32,7 @@ private_cluster_start "shared_buffers = '256MB'" "synchronous_commit = off" \
 
 for db in full_inbox empty_inbox; do
     sql postgres "CREATE DATABASE $db"
-    sql "$db" "CREATE EXTENSION inbox"
+    sql "$db" "CREATE EXTENSION inbox VERSION '$layout'"
 done
 echo "loading $markers markers into database full_inbox..."
 start=$(now_s)
@@ -38,13 +40,15 @@ start=$(now_s)
 sql postgres "ALTER SYSTEM SET fsync = off"
 sql postgres "ALTER SYSTEM SET full_page_writes = off"
 sql postgres "SELECT pg_reload_conf()" >/dev/null
-marker_insert 1.1 "$markers" "$ids" | cluster_psql -d full_inbox
+marker_insert "$layout" "$markers" "$ids" | cluster_psql -d full_inbox
 sql postgres "ALTER SYSTEM RESET ALL"
 sql postgres "SELECT pg_reload_conf()" >/dev/null
-settle_markers full_inbox inbox.markers
+table=inbox.markers
+[ "$layout" = 1.1 ] || table=inbox.messages
+settle_markers full_inbox "$table"
 echo "loaded in $(awk -v s="$start" -v e="$(now_s)" 'BEGIN { printf "%.0f", e - s }') s;" \
-    "$(sql full_inbox "SELECT pg_size_pretty(pg_total_relation_size('inbox.markers'))") of markers," \
-    "primary key $(sql full_inbox "SELECT pg_size_pretty(pg_relation_size('inbox.markers_pkey'))")"
+    "$(sql full_inbox "SELECT pg_size_pretty(pg_total_relation_size('$table'))") of markers," \
+    "primary key $(sql full_inbox "SELECT pg_size_pretty(pg_relation_size('${table}_pkey'))")"
 
 case $ids in
     uuid) new_id="gen_random_uuid()::text" ;;
@@ -87,4 +91,4 @@ for round in $(seq "$rounds"); do
     printf '  empty %6.0f tps (%s, %5s)  ratio %s\n' "$empty_inbox_tps" "$empty_inbox_fpi" \
         "$empty_inbox_wal" "${ratios[-1]}"
 done
-printf '%s\n' "${ratios[@]}" | median_block_ratio "claim on $markers markers ($ids ids) / on an empty inbox"
+printf '%s\n' "${ratios[@]}" | median_block_ratio "claim on $markers markers ($ids ids, $layout) / on an empty inbox"
