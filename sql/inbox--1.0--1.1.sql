@@ -311,9 +311,12 @@ CROSS JOIN LATERAL (
                  AND d.poisoned OPERATOR(pg_catalog.=) 0
                 THEN 0::pg_catalog.int8 END AS none_counted
 ) untracked
+-- In the retention index's order, so that the scan stops at 1001 whatever the planner's
+-- statistics say (a bitmap scan, which it may choose before an ANALYZE, reads every entry).
 CROSS JOIN LATERAL (
     SELECT pg_catalog.count(*) AS markers
-    FROM (SELECT FROM inbox.markers m WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id LIMIT 1001) bounded
+    FROM (SELECT FROM inbox.markers m WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id
+          ORDER BY m.time_bucket LIMIT 1001) bounded
 ) exact
 UNION ALL
 SELECT NULL, d.applied, d.duplicates,
