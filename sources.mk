@@ -7,6 +7,7 @@ INBOX_SOURCES = \
 	src/pg/spi.cpp \
 	src/pg/state_file.cpp \
 	src/message_key.cpp \
+	src/distribution.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
 	src/consumer_registrar.cpp \
