@@ -89,6 +89,25 @@ MarkerStatement delete_expired_details = {
     .nargs = 4,
     .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
     .plan = nullptr};
+
+// The same for a store that Citus distributes, whose tuple ids mean nothing beyond their shard:
+// the keys are found on every shard (through the coordinator) and deleted by primary key.
+MarkerStatement delete_expired_distributed_markers = {
+    .sql =
+        "DELETE FROM inbox.markers WHERE message_key OPERATOR(pg_catalog.=) ANY (ARRAY("
+        "SELECT message_key FROM inbox.markers WHERE " EXPIRED_MARKER
+        " LIMIT $4)) AND " EXPIRED_MARKER,
+    .nargs = 4,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
+    .plan = nullptr};
+MarkerStatement delete_expired_distributed_details = {
+    .sql =
+        "DELETE FROM inbox.marker_details WHERE message_key OPERATOR(pg_catalog.=) ANY (ARRAY("
+        "SELECT message_key FROM inbox.marker_details WHERE " EXPIRED_MARKER
+        " LIMIT $4)) AND " EXPIRED_MARKER,
+    .nargs = 4,
+    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
+    .plan = nullptr};
 #undef EXPIRED_MARKER
 
 // ---- a database still at 1.0: consumers by name, one retention ------------------------------
@@ -182,9 +201,12 @@ int64 delete_expired(const ConsumerCursor* cursor, int64 limit, bool* more) {
     inbox::MarkerTime first_kept = inbox::first_kept(cursor->cutoff);
     Datum values[4] = {Int16GetDatum(cursor->consumer_id), Int32GetDatum(first_kept.bucket),
                        CharGetDatum(static_cast<char>(first_kept.offset)), Int64GetDatum(limit)};
-    execute_as_store_owner(&delete_expired_markers, values);
+    bool distributed = marker_store()->distribution != StoreDistribution::local;
+    execute_as_store_owner(
+        distributed ? &delete_expired_distributed_markers : &delete_expired_markers, values);
     auto markers = static_cast<int64>(SPI_processed);
-    execute_as_store_owner(&delete_expired_details, values);
+    execute_as_store_owner(
+        distributed ? &delete_expired_distributed_details : &delete_expired_details, values);
     *more = markers == limit || static_cast<int64>(SPI_processed) == limit;
     return markers;
 }
@@ -282,6 +304,10 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
     return progress;
 }
 
+bool purges_here() {
+    return marker_store()->distribution != StoreDistribution::citus_worker_node;
+}
+
 const char* purge_outcome_name(PurgeOutcome outcome) {
     switch (outcome) {
         case PurgeOutcome::finished:
@@ -315,6 +341,11 @@ extern "C" {
 // CALL inbox.purge(): the INOUT argument carries the number of markers deleted back.
 PG_FUNCTION_INFO_V1(inbox_purge);
 PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
+    if (!purges_here())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the markers of this database are distributed with Citus and "
+                               "purged by its coordinator"),
+                        errhint("CALL inbox.purge() on the coordinator.")));
     bool nonatomic = called_nonatomic(fcinfo);
     PurgeRun run = {.now = GetCurrentTransactionStartTimestamp(),
                     .batch_size = purge_batch_size,

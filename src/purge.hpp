@@ -42,3 +42,7 @@ struct PurgeRun {
 PurgeProgress purge_expired_markers(const PurgeRun* run);
 
 const char* purge_outcome_name(PurgeOutcome outcome);
+
+// Whether this node purges the markers of its database: always, except on a worker node of a
+// Citus cluster that distributes them, whose coordinator runs the one purge of the cluster.
+bool purges_here();

@@ -127,8 +127,11 @@ void serve_database() {
     bool installed = OidIsValid(get_extension_oid("inbox", true));
     bool standby = RecoveryInProgress();
     strlcpy(served_database_name, get_database_name(served_database), NAMEDATALEN);
+    // A Citus worker node leaves the distributed markers to the coordinator's purge, and so
+    // serves no database of its own here.
+    bool served_here = installed && purges_here();
     CommitTransactionCommand();
-    if (!installed) {
+    if (!served_here) {
         forget_worker(served_database);
         return;
     }
@@ -153,10 +156,14 @@ void inbox_purge_worker_main(Datum database) {
     { serve_database(); }
     PG_CATCH();
     {
+        // Reported first, and recorded as reported: the log hooks of other libraries may name
+        // the error better (Citus turns the cancel of a distributed deadlock into one).
         MemoryContextSwitchTo(TopMemoryContext);
+        EmitErrorReport();
         ErrorData* error = CopyErrorData();
         worker_failed(served_database, error->message);
-        PG_RE_THROW();
+        FlushErrorState();
+        proc_exit(1);
     }
     PG_END_TRY();
     proc_exit(0);
