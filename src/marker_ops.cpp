@@ -150,12 +150,16 @@ bool keep_result(int16 consumer, StoredKey* key, Datum result) {
 namespace {
 
 // One statement for a whole batch: the rows arrive in the array's order (ORDER BY ordinality),
-// which is the order their index entries are locked in.
+// which is the order their index entries are locked in. The insert is read back through a
+// CTE: Citus counts the rows an INSERT ... SELECT ... RETURNING tried, not those it returned,
+// and SPI refuses the difference.
 MarkerStatement insert_batch_statement = {
     .sql =
-        "INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key) "
+        "WITH inserted AS (INSERT INTO inbox.markers "
+        "(time_bucket, consumer_id, time_offset, message_key) "
         "SELECT $1, $2, $3, u.key FROM pg_catalog.unnest($4) WITH ORDINALITY AS u(key, n) "
-        "ORDER BY u.n ON CONFLICT (consumer_id, message_key) DO NOTHING RETURNING message_key",
+        "ORDER BY u.n ON CONFLICT (consumer_id, message_key) DO NOTHING RETURNING message_key) "
+        "SELECT i.message_key FROM inserted i",
     .nargs = 4,
     .argtypes = {INT4OID, INT2OID, CHAROID, BYTEAARRAYOID},
     .plan = nullptr};
