@@ -8,6 +8,7 @@ INBOX_SOURCES = \
 	src/pg/state_file.cpp \
 	src/message_key.cpp \
 	src/distribution.cpp \
+	src/citus_drop.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
 	src/consumer_registrar.cpp \

@@ -572,3 +572,187 @@ REVOKE ALL ON inbox.marker_details, inbox.attempts FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.receive(text, text, jsonb, boolean),
     inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
     inbox.apply_batch(text, regprocedure, jsonb), inbox.attempt_entries() FROM PUBLIC;
+
+-- =============================================================================================
+-- Distributing with Citus (README, "Distributing with Citus"): the markers and their details
+-- hash-distributed together, the consumer registry a reference table, so that every node reads
+-- the same consumer ids. Citus stays optional: it is looked up when these run, never required.
+-- =============================================================================================
+
+-- Drops the shards of one of the tables above and Citus's metadata of it, on every node, as
+-- Citus does for a table dropped with DROP TABLE: Citus's own conversions refuse a table that
+-- belongs to an extension, and DROP EXTENSION drops the metadata but leaves the shards. With
+-- keep_rows the table keeps its rows, as a plain table of the coordinator.
+CREATE FUNCTION inbox.drop_citus_shards(distributed regclass, keep_rows boolean)
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    table_name pg_catalog.text := (SELECT c.relname FROM pg_catalog.pg_class c
+                                   WHERE c.oid OPERATOR(pg_catalog.=) distributed);
+    citus_trigger pg_catalog.name;
+BEGIN
+    IF keep_rows THEN
+        EXECUTE pg_catalog.format('CREATE TEMPORARY TABLE inbox_kept_rows ON COMMIT DROP AS '
+                                  'SELECT * FROM %s', distributed);
+    END IF;
+    PERFORM pg_catalog.master_remove_distributed_table_metadata_from_workers(
+        distributed, 'inbox', table_name);
+    PERFORM pg_catalog.citus_drop_all_shards(distributed, 'inbox', table_name, false);
+    PERFORM pg_catalog.master_remove_partition_metadata(distributed, 'inbox', table_name);
+    -- The trigger by which Citus turned a TRUNCATE of the table into one of its shards.
+    FOR citus_trigger IN
+        SELECT t.tgname FROM pg_catalog.pg_trigger t
+        WHERE t.tgrelid OPERATOR(pg_catalog.=) distributed
+          AND t.tgfoid OPERATOR(pg_catalog.=) 'pg_catalog.citus_truncate_trigger'::pg_catalog.regproc
+    LOOP
+        EXECUTE pg_catalog.format('DROP TRIGGER %I ON %s', citus_trigger, distributed);
+    END LOOP;
+    -- What create_distributed_table left behind in the table itself, if it was not truncated.
+    EXECUTE pg_catalog.format('TRUNCATE ONLY %s', distributed);
+    IF keep_rows THEN
+        EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM pg_temp.inbox_kept_rows',
+                                  distributed);
+        DROP TABLE pg_temp.inbox_kept_rows;
+    END IF;
+END $$;
+
+-- Every Citus table of the store back to a plain table of the coordinator, with its rows or
+-- empty; details first (they follow the markers). Nothing but on the coordinator of a Citus
+-- cluster.
+CREATE FUNCTION inbox.leave_citus(keep_rows boolean)
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    distributed pg_catalog.regclass;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) OPERATOR(pg_catalog.<>) 0 THEN
+        RETURN;
+    END IF;
+    FOR distributed IN
+        SELECT t.distributed
+        FROM pg_catalog.unnest(ARRAY['inbox.marker_details', 'inbox.markers',
+                                     'inbox.consumer_registry']::pg_catalog.regclass[])
+             WITH ORDINALITY AS t(distributed, n)
+        WHERE EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                      WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.distributed)
+        ORDER BY t.n
+    LOOP
+        PERFORM inbox.drop_citus_shards(distributed, keep_rows);
+    END LOOP;
+END $$;
+
+CREATE FUNCTION inbox.assert_coordinator()
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION 'Citus is not installed in this database'
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'CREATE EXTENSION citus on every node, then add the workers on the coordinator.';
+    END IF;
+    IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) OPERATOR(pg_catalog.<>) 0 THEN
+        RAISE EXCEPTION 'this node is a Citus worker'
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'Run it on the coordinator.';
+    END IF;
+END $$;
+
+CREATE FUNCTION inbox.distribute(distribution_column text DEFAULT 'message_key',
+                                 shard_count integer DEFAULT NULL,
+                                 colocate_with text DEFAULT 'default')
+RETURNS void
+LANGUAGE plpgsql
+-- (Citus's notices would advise truncating the local rows, which this does itself.)
+SET search_path = pg_catalog, pg_temp SET client_min_messages = warning AS $$
+DECLARE
+    unsafe_triggers pg_catalog.text;
+    current_column pg_catalog.text;
+    current_group pg_catalog.int4;
+    current_shards pg_catalog.int4;
+    wanted_group pg_catalog.int4;
+BEGIN
+    PERFORM inbox.assert_coordinator();
+    IF distribution_column IS NULL
+       OR distribution_column OPERATOR(pg_catalog.<>) ALL (ARRAY['message_key', 'consumer_id']) THEN
+        RAISE EXCEPTION 'the markers are distributed by message_key or consumer_id, not by %',
+            pg_catalog.coalesce(pg_catalog.quote_literal(distribution_column), 'NULL')
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'message_key spreads every consumer''s markers over all workers; consumer_id '
+                     'keeps each consumer''s markers on one.';
+    END IF;
+    -- The reference tables live on the coordinator too, so that the coordinator reads the
+    -- consumer registry locally.
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_node n WHERE n.groupid OPERATOR(pg_catalog.=) 0) THEN
+        RAISE EXCEPTION 'the coordinator is not in Citus''s node list'
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'SELECT citus_set_coordinator_host(''<host>'', <port>); then try again.';
+    END IF;
+
+    SELECT pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), p.colocationid,
+           (SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard s
+            WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid)
+    INTO current_column, current_group, current_shards
+    FROM pg_catalog.pg_dist_partition p
+    WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'inbox.markers'::pg_catalog.regclass;
+    IF colocate_with OPERATOR(pg_catalog.=) 'default' THEN
+        wanted_group := current_group;
+    ELSIF colocate_with OPERATOR(pg_catalog.<>) 'none' THEN
+        SELECT p.colocationid INTO wanted_group FROM pg_catalog.pg_dist_partition p
+        WHERE p.logicalrelid OPERATOR(pg_catalog.=) colocate_with::pg_catalog.regclass;
+    END IF;
+    IF current_column IS NOT NULL THEN
+        IF current_column OPERATOR(pg_catalog.=) distribution_column
+           AND (shard_count IS NULL OR shard_count OPERATOR(pg_catalog.=) current_shards)
+           AND current_group OPERATOR(pg_catalog.=) wanted_group THEN
+            RETURN;  -- distributed so already
+        END IF;
+        -- Moving the markers: back to the coordinator, then out again.
+        PERFORM inbox.drop_citus_shards('inbox.marker_details', true);
+        PERFORM inbox.drop_citus_shards('inbox.markers', true);
+    END IF;
+
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                   WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'inbox.consumer_registry'::pg_catalog.regclass) THEN
+        -- Its trigger only refuses renames and removals: it reads no other table, which is what
+        -- makes a trigger unsafe for Citus.
+        unsafe_triggers := pg_catalog.current_setting('citus.enable_unsafe_triggers');
+        PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+        PERFORM pg_catalog.create_reference_table('inbox.consumer_registry');
+        PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+        PERFORM pg_catalog.truncate_local_data_after_distributing_table('inbox.consumer_registry');
+    END IF;
+    PERFORM pg_catalog.create_distributed_table('inbox.markers', distribution_column,
+        colocate_with => distribute.colocate_with, shard_count => distribute.shard_count);
+    PERFORM pg_catalog.create_distributed_table('inbox.marker_details', distribution_column,
+        colocate_with => 'inbox.markers');
+    PERFORM pg_catalog.truncate_local_data_after_distributing_table('inbox.markers');
+    PERFORM pg_catalog.truncate_local_data_after_distributing_table('inbox.marker_details');
+END $$;
+COMMENT ON FUNCTION inbox.distribute(text, integer, text) IS
+    'Distributes the markers with Citus (by message_key or consumer_id), or moves them to another distribution; the consumer registry becomes a reference table.';
+
+CREATE FUNCTION inbox.undistribute()
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM inbox.assert_coordinator();
+    PERFORM inbox.leave_citus(true);
+END $$;
+COMMENT ON FUNCTION inbox.undistribute() IS
+    'Brings the markers and the consumer registry back to plain tables of the coordinator.';
+
+-- DROP EXTENSION inbox on the coordinator drops the shards first: inbox.leave_citus(false).
+CREATE FUNCTION inbox.drop_shards_first()
+RETURNS event_trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'inbox_drop_shards_first';
+CREATE EVENT TRIGGER inbox_drop_citus_shards ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION')
+    EXECUTE FUNCTION inbox.drop_shards_first();
+
+REVOKE ALL ON FUNCTION inbox.drop_citus_shards(regclass, boolean), inbox.leave_citus(boolean),
+    inbox.assert_coordinator(), inbox.distribute(text, integer, text),
+    inbox.undistribute(), inbox.drop_shards_first() FROM PUBLIC;
