@@ -23,6 +23,7 @@ INBOX_SOURCES = \
 	src/pending_claims.cpp \
 	src/attempts_table.cpp \
 	src/stats_functions.cpp \
+	src/marker_counts.cpp \
 	src/upsert_statement.cpp \
 	src/upsert_table.cpp \
 	src/upsert_parameters.cpp \

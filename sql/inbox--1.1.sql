@@ -310,6 +310,15 @@ AS 'MODULE_PATHNAME', 'inbox_stats_reset';
 COMMENT ON FUNCTION inbox.stats_reset() IS
     'Zeroes the claim counters of this database.';
 
+CREATE FUNCTION inbox.marker_counts(OUT consumer_id smallint, OUT retained bigint,
+                                    OUT oldest_processed_at timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL UNSAFE ROWS 10
+AS 'MODULE_PATHNAME', 'inbox_marker_counts';
+COMMENT ON FUNCTION inbox.marker_counts() IS
+    'Per registered consumer: its markers (exact up to 1000, estimated above) and the oldest one''s time.';
+REVOKE ALL ON FUNCTION inbox.marker_counts() FROM PUBLIC;
+
 -- One row per consumer in the registry or with counters, and a row with a NULL consumer for the
 -- claims of consumers beyond inbox.max_consumers, when there are any. Every part is an index
 -- descent, a bounded scan or a bounded sample, whatever the size of the inbox (README,
@@ -332,24 +341,9 @@ consumers AS (
       AND NOT EXISTS (SELECT FROM inbox.consumer_registry r
                       WHERE r.name OPERATOR(pg_catalog.=) k.consumer)
 ),
--- The share, in percent, of the marker table's pages that a sample of about 1000 pages is (all
--- of them in a smaller table).
-sample_size AS (
-    SELECT least(100::pg_catalog.float8, 100000::pg_catalog.float8
-               OPERATOR(pg_catalog./) greatest(1::pg_catalog.int8,
-                   pg_catalog.pg_relation_size('inbox.markers'::pg_catalog.regclass)
-                   OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::pg_catalog.int8))
-           AS percent
-),
--- Markers per consumer in that sample, scaled to the whole table. Read only when a consumer has
--- over 1000 markers.
-sampled AS MATERIALIZED (
-    SELECT s.consumer_id,
-           pg_catalog.count(*) OPERATOR(pg_catalog.*) 100
-               OPERATOR(pg_catalog./) (SELECT z.percent FROM sample_size z) AS markers
-    FROM inbox.markers s
-         TABLESAMPLE SYSTEM ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
-    GROUP BY s.consumer_id
+-- Markers retained and the oldest, per registered consumer (marker_counts.cpp).
+markers AS (
+    SELECT m.consumer_id, m.retained, m.oldest_processed_at FROM inbox.marker_counts() m
 )
 SELECT c.consumer,
        coalesce(k.applied, untracked.none_counted) AS applied,
@@ -358,24 +352,8 @@ SELECT c.consumer,
            OPERATOR(pg_catalog./) nullif(coalesce(k.applied, untracked.none_counted)
                     OPERATOR(pg_catalog.+) coalesce(k.duplicates, untracked.none_counted), 0)
            AS duplicate_rate,
-       -- Exact up to 1000 markers (a bounded index scan), estimated from the sample above.
-       CASE WHEN exact.markers OPERATOR(pg_catalog.<=) 1000 THEN exact.markers
-            ELSE greatest(1001::pg_catalog.int8,
-                          (SELECT pg_catalog.round(s.markers)::pg_catalog.int8
-                           FROM sampled s WHERE s.consumer_id OPERATOR(pg_catalog.=) c.id))
-       END AS retained,
-       -- The oldest bucket is one descent of the retention index; the oldest second is in it.
-       (SELECT '2000-01-01 00:00:00+00'::pg_catalog.timestamptz OPERATOR(pg_catalog.+)
-               (((m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
-                 OPERATOR(pg_catalog.+) pg_catalog.min(m.time_offset::pg_catalog.int4
-                                                       OPERATOR(pg_catalog.&) 255))::pg_catalog.float8
-                OPERATOR(pg_catalog.*) '1 s'::pg_catalog.interval)
-        FROM inbox.markers m
-        WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id
-          AND m.time_bucket OPERATOR(pg_catalog.=)
-              (SELECT pg_catalog.min(o.time_bucket) FROM inbox.markers o
-               WHERE o.consumer_id OPERATOR(pg_catalog.=) c.id)
-        GROUP BY m.time_bucket) AS oldest_processed_at,
+       coalesce(m.retained, 0::pg_catalog.int8) AS retained,
+       m.oldest_processed_at,
        k.last_duplicate_at,
        d.stats_reset,
        coalesce(k.in_progress, untracked.none_counted) AS in_progress,
@@ -384,6 +362,7 @@ SELECT c.consumer,
 FROM consumers c
 LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
 LEFT JOIN database_counters d ON true
+LEFT JOIN markers m ON m.consumer_id OPERATOR(pg_catalog.=) c.id
 -- A consumer without counters has had no counted claim since stats_reset, unless claims went
 -- to the untracked row: then its numbers are unknown.
 CROSS JOIN LATERAL (
@@ -393,10 +372,6 @@ CROSS JOIN LATERAL (
                  AND d.poisoned OPERATOR(pg_catalog.=) 0
                 THEN 0::pg_catalog.int8 END AS none_counted
 ) untracked
-CROSS JOIN LATERAL (
-    SELECT pg_catalog.count(*) AS markers
-    FROM (SELECT FROM inbox.markers m WHERE m.consumer_id OPERATOR(pg_catalog.=) c.id LIMIT 1001) bounded
-) exact
 UNION ALL
 SELECT NULL, d.applied, d.duplicates,
        d.duplicates::pg_catalog.float8
