@@ -22,6 +22,7 @@ INBOX_SOURCES = \
 	src/stats_table.cpp \
 	src/pending_claims.cpp \
 	src/attempts_table.cpp \
+	src/citus_counters.cpp \
 	src/stats_functions.cpp \
 	src/marker_counts.cpp \
 	src/upsert_statement.cpp \

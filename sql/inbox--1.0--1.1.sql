@@ -201,11 +201,12 @@ CREATE FUNCTION inbox.stats_counters(OUT consumer text, OUT applied bigint,
                                      OUT stats_reset timestamptz, OUT in_progress bigint,
                                      OUT payload_mismatches bigint, OUT poisoned bigint)
 RETURNS SETOF record
-LANGUAGE c VOLATILE PARALLEL SAFE ROWS 10
+LANGUAGE c VOLATILE PARALLEL RESTRICTED ROWS 10
 AS 'MODULE_PATHNAME', 'inbox_stats_counters';
 COMMENT ON FUNCTION inbox.stats_counters() IS
     'Claim counters of this database: one row per tracked consumer, then one with a NULL consumer '
-    'for consumers beyond inbox.max_consumers. No rows without shared_preload_libraries.';
+    'for consumers beyond inbox.max_consumers. No rows without shared_preload_libraries. '
+    'On a Citus coordinator, the counters of every node.';
 REVOKE ALL ON FUNCTION inbox.stats_counters() FROM PUBLIC;
 CREATE FUNCTION inbox.marker_counts(OUT consumer_id smallint, OUT retained bigint,
                                     OUT oldest_processed_at timestamptz)
