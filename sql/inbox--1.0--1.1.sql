@@ -208,7 +208,7 @@ COMMENT ON FUNCTION inbox.stats_counters() IS
     'for consumers beyond inbox.max_consumers. No rows without shared_preload_libraries. '
     'On a Citus coordinator, the counters of every node.';
 REVOKE ALL ON FUNCTION inbox.stats_counters() FROM PUBLIC;
-CREATE FUNCTION inbox.marker_counts(OUT consumer_id smallint, OUT retained bigint,
+CREATE FUNCTION inbox.marker_counts(OUT consumer text, OUT retained bigint,
                                     OUT oldest_processed_at timestamptz)
 RETURNS SETOF record
 LANGUAGE c VOLATILE PARALLEL UNSAFE ROWS 10
@@ -248,17 +248,19 @@ WITH counters AS (
 database_counters AS (
     SELECT * FROM counters WHERE consumer IS NULL
 ),
-consumers AS (
-    SELECT r.id, r.name AS consumer FROM inbox.consumer_registry r
-    UNION ALL
-    SELECT NULL::pg_catalog.int2, k.consumer FROM counters k
-    WHERE k.consumer IS NOT NULL
-      AND NOT EXISTS (SELECT FROM inbox.consumer_registry r
-                      WHERE r.name OPERATOR(pg_catalog.=) k.consumer)
-),
--- Markers retained and the oldest, per registered consumer (marker_counts.cpp).
+-- Every registered consumer with its markers retained and the oldest (marker_counts.cpp, which
+-- reads the tables as their owner: the view reads no table itself, which a view over Citus
+-- tables could only do with the reader's own privileges on their shards).
 markers AS (
-    SELECT m.consumer_id, m.retained, m.oldest_processed_at FROM inbox.marker_counts() m
+    SELECT m.consumer COLLATE pg_catalog."C" AS consumer, m.retained, m.oldest_processed_at
+    FROM inbox.marker_counts() m
+),
+consumers AS (
+    SELECT m.consumer FROM markers m
+    UNION ALL
+    SELECT k.consumer FROM counters k
+    WHERE k.consumer IS NOT NULL
+      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) k.consumer)
 )
 SELECT c.consumer,
        coalesce(k.applied, untracked.none_counted) AS applied,
@@ -277,7 +279,7 @@ SELECT c.consumer,
 FROM consumers c
 LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
 LEFT JOIN database_counters d ON true
-LEFT JOIN markers m ON m.consumer_id OPERATOR(pg_catalog.=) c.id
+LEFT JOIN markers m ON m.consumer OPERATOR(pg_catalog.=) c.consumer
 -- A consumer without counters has had no counted claim since stats_reset, unless claims went
 -- to the untracked row: then its numbers are unknown.
 CROSS JOIN LATERAL (

@@ -24,10 +24,11 @@ namespace {
 constexpr int64 exact_limit = 1000;
 constexpr double sampled_pages = 1000;
 
-MarkerStatement registered_consumers = {.sql = "SELECT id FROM inbox.consumer_registry ORDER BY id",
-                                        .nargs = 0,
-                                        .argtypes = {},
-                                        .plan = nullptr};
+MarkerStatement registered_consumers = {
+    .sql = "SELECT id, name FROM inbox.consumer_registry ORDER BY id",
+    .nargs = 0,
+    .argtypes = {},
+    .plan = nullptr};
 
 MarkerStatement bounded_count = {
     .sql =
@@ -109,14 +110,14 @@ void take_sample(Sample* sample) {
 }
 
 struct ConsumerMarkers {
-    int16 consumer_id;
+    Datum consumer;  // text, in the caller's memory
     int64 retained;
     bool has_oldest;
     TimestampTz oldest;
 };
 
-ConsumerMarkers count_markers(int16 consumer, Sample* sample) {
-    ConsumerMarkers counted = {consumer, 0, false, 0};
+ConsumerMarkers count_markers(int16 consumer, Datum name, Sample* sample) {
+    ConsumerMarkers counted = {name, 0, false, 0};
     Datum id = Int16GetDatum(consumer);
     bool isnull = true;
     execute_as_store_owner(&bounded_count, &id);
@@ -143,21 +144,21 @@ PGDLLEXPORT Datum inbox_marker_counts(PG_FUNCTION_ARGS) {
     pg::spi_connect();
     execute_as_store_owner(&registered_consumers, nullptr);
     uint64 consumer_count = SPI_processed;
-    auto* consumers = static_cast<int16*>(SPI_palloc(sizeof(int16) * Max(consumer_count, 1)));
-    for (uint64 row = 0; row < consumer_count; row++) {
-        bool isnull = true;
-        consumers[row] = DatumGetInt16(
-            SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, 1, &isnull));
-    }
+    SPITupleTable* consumers = SPI_tuptable;  // the next statements make tables of their own
     auto* counted =
         static_cast<ConsumerMarkers*>(SPI_palloc(sizeof(ConsumerMarkers) * Max(consumer_count, 1)));
     Sample sample = {false, nullptr};
-    for (uint64 i = 0; i < consumer_count; i++) counted[i] = count_markers(consumers[i], &sample);
+    for (uint64 i = 0; i < consumer_count; i++) {
+        bool isnull = true;
+        int16 id = DatumGetInt16(SPI_getbinval(consumers->vals[i], consumers->tupdesc, 1, &isnull));
+        Datum name = SPI_datumTransfer(
+            SPI_getbinval(consumers->vals[i], consumers->tupdesc, 2, &isnull), false, -1);
+        counted[i] = count_markers(id, name, &sample);
+    }
     SPI_finish();
 
     for (uint64 i = 0; i < consumer_count; i++) {
-        Datum values[3] = {Int16GetDatum(counted[i].consumer_id),
-                           Int64GetDatum(counted[i].retained),
+        Datum values[3] = {counted[i].consumer, Int64GetDatum(counted[i].retained),
                            TimestampTzGetDatum(counted[i].oldest)};
         bool nulls[3] = {false, false, !counted[i].has_oldest};
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
