@@ -99,12 +99,28 @@ bool read_consumer(Consumer* found, bool* committed) {
     return true;
 }
 
+// Consumers register on the coordinator of a Citus cluster: the registry's id sequence is the
+// coordinator's, and a worker node's own copy of it would hand out ids the coordinator hands out.
+void require_registering_node(text* consumer) {
+    if (marker_store()->distribution != StoreDistribution::citus_worker_node) return;
+    char* name = text_to_cstring(consumer);
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+         errmsg("consumer \"%s\" is not registered, and this Citus worker node cannot register it",
+                name),
+         errhint("Consumers register on the coordinator: claim a first message there, or run "
+                 "SELECT inbox.configure_consumer('%s'); there.",
+                 name)));
+}
+
 // The consumer as the registry has it, registering it when asked to.
 bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool* committed) {
     Datum name = PointerGetDatum(consumer);
     execute_as_store_owner(&find_consumer_row, &name);
     if (read_consumer(found, committed)) return true;
     if (!register_new) return false;
+    require_registering_node(consumer);
     execute_as_store_owner(&register_consumer, &name);
     if (read_consumer(found, committed)) return true;
     execute_as_store_owner(&find_consumer_row, &name);
@@ -138,6 +154,7 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     bool committed = false;
     if (!registry_consumer(consumer, false, found, &committed)) {
         if (!register_new) return false;
+        require_registering_node(consumer);
         // Registered and committed elsewhere; not read back (this transaction's snapshot may
         // not see it), so its id is known and its limit is the default of a new consumer: none.
         committed = register_in_own_transaction(consumer, &found->id);
