@@ -55,8 +55,7 @@ StorePlacement read_placement(Oid markers, Oid details, Oid registry) {
     Datum values[3] = {ObjectIdGetDatum(markers), ObjectIdGetDatum(details),
                        ObjectIdGetDatum(registry)};
     pg::spi_connect();
-    // Not read-only: SPI takes the snapshot, so that a worker may ask before it has one.
-    int rc = SPI_execute_with_args(placement_query, 3, argtypes, values, nullptr, false, 1);
+    int rc = SPI_execute_with_args(placement_query, 3, argtypes, values, nullptr, true, 1);
     if (rc != SPI_OK_SELECT || SPI_processed != 1)
         elog(ERROR, "could not read Citus's placement of the inbox tables: %s",
              SPI_result_code_string(rc));

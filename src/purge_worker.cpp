@@ -18,6 +18,7 @@ extern "C" {
 #include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -129,7 +130,9 @@ void serve_database() {
     strlcpy(served_database_name, get_database_name(served_database), NAMEDATALEN);
     // A Citus worker node leaves the distributed markers to the coordinator's purge, and so
     // serves no database of its own here.
+    PushActiveSnapshot(GetTransactionSnapshot());
     bool served_here = installed && purges_here();
+    PopActiveSnapshot();
     CommitTransactionCommand();
     if (!served_here) {
         forget_worker(served_database);
