@@ -84,6 +84,28 @@ is( $coordinator->safe_psql('postgres',
 		      ARRAY['b-1', 'b-7', 'b-3', 'b-8']) AS b(id)}),
 	'b-7 b-8', 'claim_batch: only the new ids');
 
+# Overlapping batches in several sessions at once, their ids spread over every shard and given
+# in different orders: none deadlocks (on one node each batch locks in the key's order; across
+# shards Citus takes its shard locks in one order).
+$coordinator->pgbench(
+	'--no-vacuum --client=4 --jobs=4 --transactions=25',
+	0,
+	[qr{processed: 100/100}],
+	[qr{^$}],
+	'claim_batch in four sessions over the same ids: no deadlock',
+	{
+		'overlapping_batches' => q{
+			\set round random(1, 2)
+			BEGIN;
+			SELECT count(*) FROM inbox.claim_batch('overlap',
+			    ARRAY(SELECT 'o-' || :round || '-' || g FROM generate_series(1, 40) g ORDER BY random()));
+			SELECT pg_sleep(0.01);
+			SELECT count(*) FROM inbox.claim_batch('overlap-2',
+			    ARRAY(SELECT 'o-' || :round || '-' || g FROM generate_series(1, 40) g ORDER BY random()));
+			ROLLBACK;
+		}
+	});
+
 # The business data: accounts distributed by their own key (another co-location group), and a
 # handler that credits one.
 $coordinator->safe_psql('postgres', q{
