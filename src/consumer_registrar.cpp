@@ -38,9 +38,14 @@ struct Registration {
 }  // namespace
 
 bool register_in_own_transaction(text* consumer, int16* id) {
-    // A worker inserting into the registry would wait for a lock this transaction holds.
-    Relation registry = RelationIdGetRelation(marker_store()->registry);
-    bool locked = RelationIsValid(registry) && CheckRelationLockedByMe(registry, ShareLock, true);
+    // A worker inserting into the registry would wait for a lock this transaction holds: one
+    // that blocks inserts; on Citus, any write to the registry, since Citus locks a reference
+    // table's shard whole, on every node, for each writing transaction.
+    const MarkerStore* store = marker_store();
+    LOCKMODE blocking =
+        store->distribution == StoreDistribution::local ? ShareLock : RowExclusiveLock;
+    Relation registry = RelationIdGetRelation(store->registry);
+    bool locked = RelationIsValid(registry) && CheckRelationLockedByMe(registry, blocking, true);
     if (RelationIsValid(registry)) RelationClose(registry);
     if (locked) return false;
 
