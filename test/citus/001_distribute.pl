@@ -67,6 +67,18 @@ is( $coordinator->safe_psql('postgres',
           FROM generate_series(1, 200) g}),
 	'199', 'a claim per row of a query: every marker but the existing one is new');
 
+# A new consumer registers in a transaction of its own, unless the caller's transaction wrote
+# to the registry: Citus locks a reference table's shard for each writing transaction, and the
+# registering worker would wait for the caller, which waits for it.
+is( $coordinator->safe_psql('postgres', q{
+		SET statement_timeout = '10s';
+		BEGIN;
+		SELECT inbox.configure_consumer('configured', retention => '1 day');
+		SELECT inbox.claim('registered-after', 'm-1');
+		COMMIT;
+		SELECT count(*) FROM inbox.consumers WHERE consumer IN ('configured', 'registered-after')}),
+	"\nt\n2", 'a transaction that configured a consumer registers another');
+
 # The outcomes of 1.1: a fingerprint and a result kept beside the marker, on its shard.
 is( $coordinator->safe_psql('postgres', q{
 		SELECT (inbox.receive('requests', 'r-1', '{"amount": 5}')).outcome;
