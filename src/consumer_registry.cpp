@@ -101,6 +101,7 @@ bool read_consumer(Consumer* found, bool* committed) {
 
 // Consumers register on the coordinator of a Citus cluster: the registry's id sequence is the
 // coordinator's, and a worker node's own copy of it would hand out ids the coordinator hands out.
+// (A claim on a worker node has the coordinator register it: consumer_registrar.hpp.)
 void require_registering_node(text* consumer) {
     if (marker_store()->distribution != StoreDistribution::citus_worker_node) return;
     char* name = text_to_cstring(consumer);
@@ -154,7 +155,6 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     bool committed = false;
     if (!registry_consumer(consumer, false, found, &committed)) {
         if (!register_new) return false;
-        require_registering_node(consumer);
         // Registered and committed elsewhere; not read back (this transaction's snapshot may
         // not see it), so its id is known and its limit is the default of a new consumer: none.
         committed = register_in_own_transaction(consumer, &found->id);
