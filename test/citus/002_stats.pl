@@ -98,19 +98,23 @@ is( $workers[0]->safe_psql('postgres',
 		q{SELECT retained FROM inbox.stats WHERE consumer = 'few'}),
 	'10', 'inbox.stats on a worker node counts the markers of every shard');
 
-# A consumer registers in the reference table on the coordinator: the id sequence is the
-# coordinator's (Citus gives workers no values of a smallint sequence), so a worker refuses to
-# register one, rather than risk an id of its own.
-like( psql_error($coordinator,
-		q{SELECT claim_here(inbox.message_key('n-1'), 'unregistered', 'n-1')}),
-	qr/^55000: consumer "unregistered" is not registered, and this Citus worker node cannot register it/,
-	'a delegated claim of a new consumer is refused on the worker');
-is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM inbox.consumers
-    WHERE consumer = 'unregistered'}), '0', 'and nothing was registered');
-is( $coordinator->safe_psql('postgres', q{
-		SELECT inbox.claim('unregistered', 'n-0');
-		SELECT claim_here(inbox.message_key('n-1'), 'unregistered', 'n-1')}),
-	"t\nt", 'registered on the coordinator by a first claim there, it is claimed on the worker');
+# The coordinator registers consumers: the id sequence is its own (Citus gives workers no values
+# of a smallint sequence). A claim on a worker of a consumer that is new has the coordinator
+# register it; a worker registers none itself.
+is( $coordinator->safe_psql('postgres',
+		q{SELECT claim_here(inbox.message_key('n-1'), 'new-on-worker', 'n-1')}),
+	't', 'a delegated claim of a new consumer');
+is( join(' ', map { $_->safe_psql('postgres', q{SELECT coalesce(sum(applied), 0)
+		FROM inbox.stats_counters() WHERE consumer = 'new-on-worker'}) } @workers),
+	marker_node($cluster, 'n-1') eq 'worker1' ? '1 0' : '0 1', 'which ran on the marker\'s worker');
+is( join(' ', on_nodes($cluster,
+	q{SELECT id FROM inbox.consumer_registry WHERE name = 'new-on-worker'})),
+	join(' ', ($coordinator->safe_psql('postgres',
+		q{SELECT id FROM inbox.consumer_registry WHERE name = 'new-on-worker'})) x 3),
+	'the coordinator registered it, under one id on every node');
+like( psql_error($workers[0], q{SELECT inbox.consumer_id('registered-on-worker')}),
+	qr/^55000: consumer "registered-on-worker" is not registered, and this Citus worker node cannot register it/,
+	'a worker node does not register a consumer in its own transaction');
 
 $_->stop for @{ $cluster->{nodes} };
 done_testing();
