@@ -146,8 +146,13 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     Assert(length <= inbox::max_consumer_bytes);  // the caller validated the key
     std::memset(&key, 0, sizeof(key));
     std::memcpy(key.name, VARDATA_ANY(consumer), length);
+    // A Citus worker node reads the registry every time: the coordinator's configure_consumer
+    // changes its copy of the reference table without invalidating what this node caches.
+    bool cacheable = marker_store()->distribution != StoreDistribution::citus_worker_node;
     HTAB* consumers = consumer_cache();
-    auto* cached = static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr));
+    auto* cached =
+        cacheable ? static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr))
+                  : nullptr;
     if (cached != nullptr) {
         *found = cached->consumer;
         return true;
@@ -161,7 +166,7 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
         found->max_attempts = 0;
         if (!committed) registry_consumer(consumer, true, found, &committed);
     }
-    if (committed) {
+    if (committed && cacheable) {
         // The statements may have delivered invalidations that dropped the cache.
         auto* entry =
             static_cast<CachedConsumer*>(hash_search(consumer_cache(), &key, HASH_ENTER, nullptr));

@@ -116,5 +116,31 @@ like( psql_error($workers[0], q{SELECT inbox.consumer_id('registered-on-worker')
 	qr/^55000: consumer "registered-on-worker" is not registered, and this Citus worker node cannot register it/,
 	'a worker node does not register a consumer in its own transaction');
 
+# A consumer's settings reach the claims that run on a worker node (here a session of the worker
+# itself, as clients of a Citus cluster may open): the coordinator's configure_consumer changes
+# the worker's copy of the registry without invalidating what the worker's sessions cache, so the
+# worker reads it afresh.
+$coordinator->safe_psql('postgres', q{
+    CREATE FUNCTION refuse(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'refused' USING ERRCODE = 'P0001';
+    END $$;
+});
+my $session = $workers[0]->background_psql('postgres', on_error_stop => 0);
+is($session->query_safe(q{SELECT inbox.claim('limited', 'p-0')}), 't',
+	'a worker node\'s session claims for a consumer without a limit');
+$coordinator->safe_psql('postgres', q{SELECT inbox.configure_consumer('limited', max_attempts => 2)});
+my @errors;
+for (1 .. 3)
+{
+	$session->query(q{SELECT inbox.apply('limited', 'p-1', 'refuse(jsonb)', '{}')});
+	push @errors, $session->{stderr} =~ /ERROR:  (refused|message "p-1" of consumer "limited" is poisoned)/;
+	$session->{stderr} = '';
+}
+$session->quit;
+is( join('|', @errors),
+	'refused|refused|message "p-1" of consumer "limited" is poisoned',
+	'max_attempts set on the coordinator afterwards poisons the message in that session');
+
 $_->stop for @{ $cluster->{nodes} };
 done_testing();
