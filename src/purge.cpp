@@ -69,45 +69,26 @@ MarkerStatement next_registered_consumer = {
 
 // Up to $4 of consumer $1's expired markers: those whose second is before ($2, $3), the
 // (bucket, offset) of the cutoff. Found through the retention index, deleted by their tuple ids;
-// the condition is checked again on the row that is deleted.
+// the condition is checked again on the row that is deleted. A store that Citus distributes
+// deletes them by key instead: tuple ids mean nothing beyond their shard, so the keys are found
+// on every shard (through the coordinator) and deleted by primary key.
 #define EXPIRED_MARKER                                                                  \
     "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.<=) $2 " \
     "AND (time_bucket OPERATOR(pg_catalog.<) $2 OR time_offset OPERATOR(pg_catalog.<) $3)"
-MarkerStatement delete_expired_markers = {
-    .sql =
-        "DELETE FROM inbox.markers WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT ctid FROM inbox.markers WHERE " EXPIRED_MARKER " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
+#define DELETE_EXPIRED(table, found_by)                                               \
+    {                                                                                 \
+        .sql = "DELETE FROM " table " WHERE " found_by                                \
+               " OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT " found_by " FROM " table   \
+               " WHERE " EXPIRED_MARKER " LIMIT $4)) AND " EXPIRED_MARKER,            \
+        .nargs = 4, .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID}, .plan = nullptr \
+    }
+MarkerStatement delete_expired_markers = DELETE_EXPIRED("inbox.markers", "ctid");
+MarkerStatement delete_expired_distributed_markers = DELETE_EXPIRED("inbox.markers", "message_key");
 // What the expired markers kept beside them (fingerprints, results), which carries their time.
-MarkerStatement delete_expired_details = {
-    .sql =
-        "DELETE FROM inbox.marker_details WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT ctid FROM inbox.marker_details WHERE " EXPIRED_MARKER
-        " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
-
-// The same for a store that Citus distributes, whose tuple ids mean nothing beyond their shard:
-// the keys are found on every shard (through the coordinator) and deleted by primary key.
-MarkerStatement delete_expired_distributed_markers = {
-    .sql =
-        "DELETE FROM inbox.markers WHERE message_key OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT message_key FROM inbox.markers WHERE " EXPIRED_MARKER
-        " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
-MarkerStatement delete_expired_distributed_details = {
-    .sql =
-        "DELETE FROM inbox.marker_details WHERE message_key OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT message_key FROM inbox.marker_details WHERE " EXPIRED_MARKER
-        " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
+MarkerStatement delete_expired_details = DELETE_EXPIRED("inbox.marker_details", "ctid");
+MarkerStatement delete_expired_distributed_details =
+    DELETE_EXPIRED("inbox.marker_details", "message_key");
+#undef DELETE_EXPIRED
 #undef EXPIRED_MARKER
 
 // ---- a database still at 1.0: consumers by name, one retention ------------------------------
