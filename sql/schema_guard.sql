@@ -8,19 +8,25 @@ CREATE DATABASE regress_inbox_guard OWNER regress_guard_owner;
 \c regress_inbox_guard
 \set VERBOSITY terse
 
--- The database owner prepares the schema, with an exact match for drivers that bind varchar.
+-- The database owner prepares the schema, with an exact match for drivers that bind varchar,
+-- and an operator that matches the text of the check's own hint better than pg_catalog's does:
+-- were the check to resolve it, it would run as the installer.
 SET ROLE regress_guard_owner;
 CREATE SCHEMA inbox;
 CREATE FUNCTION inbox.claim(consumer varchar, message_id varchar) RETURNS boolean
     LANGUAGE sql AS 'SELECT true';
+CREATE FUNCTION inbox.run_as_installer(text, name) RETURNS text LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'the planted operator ran as %', current_user; END $$;
+CREATE OPERATOR inbox.|| (LEFTARG = text, RIGHTARG = name, FUNCTION = inbox.run_as_installer);
 RESET ROLE;
 CREATE EXTENSION inbox;
 SELECT count(*) AS installed FROM pg_extension WHERE extname = 'inbox';
 
--- Made the installer's, the planted function is still refused.
+-- Made the installer's, the planted objects are still refused.
 ALTER SCHEMA inbox OWNER TO CURRENT_USER;
 CREATE EXTENSION inbox;
 DROP FUNCTION inbox.claim(varchar, varchar);
+DROP FUNCTION inbox.run_as_installer(text, name) CASCADE;
 
 -- CREATE granted to another role: refused.
 GRANT CREATE ON SCHEMA inbox TO regress_guard_owner;
@@ -40,7 +46,13 @@ CREATE FUNCTION inbox.claim(consumer varchar, message_id varchar) RETURNS boolea
 ALTER EXTENSION inbox UPDATE;
 DROP FUNCTION inbox.claim(varchar, varchar);
 ALTER SCHEMA inbox OWNER TO regress_guard_owner;
+SET ROLE regress_guard_owner;
+CREATE FUNCTION inbox.run_as_installer(text, name) RETURNS text LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'the planted operator ran as %', current_user; END $$;
+CREATE OPERATOR inbox.|| (LEFTARG = text, RIGHTARG = name, FUNCTION = inbox.run_as_installer);
+RESET ROLE;
 ALTER EXTENSION inbox UPDATE;
+DROP FUNCTION inbox.run_as_installer(text, name) CASCADE;
 ALTER SCHEMA inbox OWNER TO CURRENT_USER;
 ALTER EXTENSION inbox UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'inbox';
