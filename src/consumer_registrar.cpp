@@ -31,13 +31,13 @@ struct Registration {
     Oid database;
     char consumer[inbox::max_consumer_bytes + 1];
     bool registered;
-    int16 id;
+    Consumer found;
     char error[256];
 };
 
 }  // namespace
 
-bool register_in_own_transaction(text* consumer, int16* id) {
+bool register_in_own_transaction(text* consumer, Consumer* found) {
     // A worker inserting into the registry would wait for a lock this transaction holds.
     Relation registry = RelationIdGetRelation(marker_store()->registry);
     bool locked = RelationIsValid(registry) && CheckRelationLockedByMe(registry, ShareLock, true);
@@ -68,7 +68,7 @@ bool register_in_own_transaction(text* consumer, int16* id) {
     if (WaitForBackgroundWorkerShutdown(handle) == BGWH_POSTMASTER_DIED)
         ereport(FATAL, (errcode(ERRCODE_ADMIN_SHUTDOWN), errmsg("the postmaster died")));
     bool registered = registration->registered;
-    *id = registration->id;
+    *found = registration->found;
     if (!registered)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("consumer \"%s\" could not be registered", registration->consumer),
@@ -91,7 +91,7 @@ void inbox_registrar_main(Datum segment_handle) {
     {
         StartTransactionCommand();
         PushActiveSnapshot(GetTransactionSnapshot());
-        registration->id = register_consumer_now(cstring_to_text(registration->consumer));
+        registration->found = register_consumer_now(cstring_to_text(registration->consumer));
         PopActiveSnapshot();
         CommitTransactionCommand();
         registration->registered = true;
