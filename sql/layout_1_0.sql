@@ -16,15 +16,16 @@ RESET ROLE;
 ALTER DATABASE regress_inbox_1_0 SET search_path = shadow, pg_catalog;
 
 -- Markers written before the hostile path applies: consumers that a case-insensitive "C" would
--- take for one another, and expired markers of a consumer longer than the functions accept, of
--- an empty one and of one after them (the owner wrote them, say in a migration).
+-- take for one another, and expired markers of them, of a consumer longer than the functions
+-- accept, of an empty one and of one after them (the owner wrote them, say in a migration).
 SET search_path = pg_catalog;
 INSERT INTO inbox.messages (consumer, message_id, processed_at) VALUES
     ('Billing', 'msg-1', now()), ('billing', 'msg-1', now()), ('billing', 'MSG-1', now()),
     ('billing', 'Msg-1', now());
 INSERT INTO inbox.messages (consumer, message_id, processed_at)
 SELECT consumer, 'old-' || i, now() - interval '2 hours'
-FROM (VALUES (repeat('long', 40)), (''), ('zzz')) AS c(consumer), generate_series(1, 4) i;
+FROM (VALUES ('Billing'), ('billing'), (repeat('long', 40)), (''), ('zzz')) AS c(consumer),
+     generate_series(1, 4) i;
 CREATE FUNCTION public.noop(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
 -- Two markers around the cutoff of a purge in the same transaction: exactly at now() - 1 hour,
 -- and a microsecond before.
