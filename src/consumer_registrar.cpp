@@ -20,7 +20,7 @@ extern "C" {
 #include "consumer_registry.hpp"
 #include "marker_table.hpp"
 #include "message_key.hpp"
-#include "purge_worker.hpp"
+#include "worker_session.hpp"
 
 namespace {
 
@@ -80,11 +80,12 @@ bool register_in_own_transaction(text* consumer, Consumer* found) {
 }
 
 void inbox_registrar_main(Datum segment_handle) {
-    take_purge_process_signals();
+    take_worker_signals();
     dsm_segment* segment = dsm_attach(DatumGetUInt32(segment_handle));
     if (segment == nullptr) proc_exit(1);  // the claim gave up waiting
     auto* registration = static_cast<Registration*>(dsm_segment_address(segment));
     BackgroundWorkerInitializeConnectionByOid(registration->database, InvalidOid, 0);
+    pin_worker_settings();
     pgstat_report_appname(registrar_type);
 
     PG_TRY();

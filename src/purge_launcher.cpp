@@ -14,6 +14,8 @@ extern "C" {
 #include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
@@ -25,6 +27,7 @@ extern "C" {
 #include "purge_status.hpp"
 #include "purge_worker.hpp"
 #include "settings.hpp"
+#include "worker_session.hpp"
 
 namespace {
 
@@ -175,7 +178,7 @@ void register_purge_launcher() {
 }
 
 void inbox_purge_launcher_main(Datum) {
-    take_purge_process_signals();
+    take_worker_signals();
     BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
     pgstat_report_appname(purge_launcher_type);
 
