@@ -95,13 +95,18 @@ SELECT inbox.stats_reset();
 
 -- What is left, read with pg_catalog's own names.
 SET search_path = pg_catalog;
+CREATE TEMPORARY TABLE consumers_here (consumer) AS
+VALUES ('A'), ('a'), ('b'), ('Billing'), ('billing'), ('written');
 SELECT consumer, applied, duplicates, payload_mismatches, poisoned, retained,
        oldest_processed_at IS NOT NULL AS has_oldest
-FROM stats_seen ORDER BY consumer COLLATE "C";
-SELECT consumer, retention, max_attempts FROM consumers_seen ORDER BY consumer COLLATE "C";
-SELECT consumer, message_id, failures, last_sqlstate FROM attempts_seen;
+FROM stats_seen JOIN consumers_here USING (consumer) ORDER BY consumer COLLATE "C";
+SELECT consumer, retention, max_attempts
+FROM consumers_seen JOIN consumers_here USING (consumer) ORDER BY consumer COLLATE "C";
+SELECT consumer, message_id, failures, last_sqlstate
+FROM attempts_seen JOIN consumers_here USING (consumer);
 SELECT consumer, message_id, CASE WHEN processed_at > now() THEN processed_at END AS written
-FROM messages_seen ORDER BY consumer COLLATE "C", message_id COLLATE "C";
+FROM messages_seen JOIN consumers_here USING (consumer)
+ORDER BY consumer COLLATE "C", message_id COLLATE "C";
 SELECT * FROM public.prices;
 SELECT * FROM public.tags;
 SELECT what AS hostile_object_called FROM shadow.calls;
@@ -110,7 +115,8 @@ DO $$ BEGIN
     EXECUTE format('ALTER DATABASE %I RESET search_path', current_database());
 END $$;
 \c -
-SELECT inbox.forget('Billing', 'f-1'), inbox.configure_consumer('Billing');
+SELECT inbox.forget('Billing', 'f-1'), inbox.forget('billing', 'req-1'),
+       inbox.configure_consumer('Billing');
 DELETE FROM inbox.messages;
 DROP TABLE public.prices, public.tags;
 DROP FUNCTION public.noop(jsonb), public.decline(jsonb);

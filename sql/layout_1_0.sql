@@ -5,7 +5,7 @@
 -- marker exactly at the cutoff kept, and no consumer the table can hold stopping the purge.
 \getenv abs_srcdir PG_ABS_SRCDIR
 SELECT current_database() AS regress_database \gset
-CREATE DATABASE regress_inbox_1_0;
+CREATE DATABASE regress_inbox_1_0 TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C';
 \c regress_inbox_1_0
 CREATE EXTENSION inbox VERSION '1.0';
 CREATE ROLE regress_hostile_owner_1_0;

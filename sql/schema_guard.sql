@@ -2,10 +2,12 @@
 -- does not control: owned by another role, open to other roles' CREATE, or holding objects that
 -- are not the extension's. Each case in a database of its own, as a database owner would
 -- prepare it.
-SELECT current_database() AS regress_database \gset
+SELECT current_database() AS regress_database, current_user AS regress_user \gset
 CREATE ROLE regress_guard_owner;
+-- The installer, a superuser of his own: the errors name him, whoever runs the tests.
+CREATE ROLE regress_guard_installer SUPERUSER LOGIN;
 CREATE DATABASE regress_inbox_guard OWNER regress_guard_owner;
-\c regress_inbox_guard
+\c regress_inbox_guard regress_guard_installer
 \set VERBOSITY terse
 
 -- The database owner prepares the schema, with an exact match for drivers that bind varchar,
@@ -58,6 +60,6 @@ ALTER EXTENSION inbox UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'inbox';
 SELECT inbox.claim('guard', 'm-1') AS duplicate_after_update;
 
-\c :regress_database
+\c :regress_database :regress_user
 DROP DATABASE regress_inbox_guard;
-DROP ROLE regress_guard_owner;
+DROP ROLE regress_guard_owner, regress_guard_installer;
