@@ -103,7 +103,7 @@ FROM stats_seen JOIN consumers_here USING (consumer) ORDER BY consumer COLLATE "
 SELECT consumer, retention, max_attempts
 FROM consumers_seen JOIN consumers_here USING (consumer) ORDER BY consumer COLLATE "C";
 SELECT consumer, message_id, failures, last_sqlstate
-FROM attempts_seen JOIN consumers_here USING (consumer);
+FROM attempts_seen JOIN consumers_here USING (consumer) WHERE message_id = 'f-1';
 SELECT consumer, message_id, CASE WHEN processed_at > now() THEN processed_at END AS written
 FROM messages_seen JOIN consumers_here USING (consumer)
 ORDER BY consumer COLLATE "C", message_id COLLATE "C";
