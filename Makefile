@@ -31,7 +31,8 @@ PG_CONFIG ?= pg_config
 
 all:
 
-# C++17, warnings as errors in our own code; PostgreSQL headers are made -isystem below.
+# C++20 (for named initialisers), warnings as errors in our own code; PostgreSQL headers are made
+# -isystem below.
 PG_CXXFLAGS = -std=c++20 -Wno-register -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 SHLIB_LINK = -lstdc++
 
