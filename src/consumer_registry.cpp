@@ -115,7 +115,7 @@ bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool*
 }  // namespace
 
 Consumer register_consumer_now(text* consumer) {
-    Consumer found = {0, 0};
+    Consumer found = {.id = 0, .max_attempts = 0};
     bool committed = false;
     pg::spi_connect();
     registry_consumer(consumer, true, &found, &committed);
@@ -202,7 +202,7 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     require_compact_store();
 
     pg::spi_connect();
-    Consumer configured = {0, 0};
+    Consumer configured = {.id = 0, .max_attempts = 0};
     find_consumer(consumer, true, &configured);
     values[0] = Int16GetDatum(configured.id);
     execute_as_store_owner(&configure, values, nulls);

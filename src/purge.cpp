@@ -240,7 +240,7 @@ void pause_between_batches(long ms) {
 }  // namespace
 
 PurgeProgress purge_expired_markers(const PurgeRun* run) {
-    PurgeProgress progress = {0, 0, PurgeOutcome::finished};
+    PurgeProgress progress = {.deleted = 0, .batches = 0, .outcome = PurgeOutcome::finished};
     ConsumerCursor cursor = {.context = AllocSetContextCreate(
                                  TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
                              .started = false,
@@ -323,8 +323,7 @@ PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
                     .deadline = 0,
                     .after_batch = nullptr};
     if (nonatomic) {
-        if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
-            elog(ERROR, "SPI_connect_ext failed");
+        pg::spi_connect_nonatomic();
         run.commit = commit_procedure_batch;
     }
     PurgeProgress progress = purge_expired_markers(&run);

@@ -105,7 +105,10 @@ void follow_databases(Served* served, MemoryContext context) {
             served->entries = static_cast<ServedDatabase*>(
                 repalloc(served->entries, served->capacity * sizeof(ServedDatabase)));
         }
-        served->entries[served->count++] = {databases[j], nullptr, 0, {false, 0}};
+        served->entries[served->count++] = {.database = databases[j],
+                                            .worker = nullptr,
+                                            .last_run = 0,
+                                            .schedule = {.continue_now = false, .interval_ms = 0}};
     }
     pfree(databases);
 }
@@ -184,9 +187,10 @@ void inbox_purge_launcher_main(Datum) {
 
     MemoryContext context =
         AllocSetContextCreate(TopMemoryContext, purge_launcher_type, ALLOCSET_DEFAULT_SIZES);
-    Served served = {
-        static_cast<ServedDatabase*>(MemoryContextAlloc(context, 16 * sizeof(ServedDatabase))), 0,
-        16};
+    Served served = {.entries = static_cast<ServedDatabase*>(
+                         MemoryContextAlloc(context, 16 * sizeof(ServedDatabase))),
+                     .count = 0,
+                     .capacity = 16};
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
