@@ -18,6 +18,7 @@ extern "C" {
 #include "storage/ipc.h"
 #include "utils/backend_status.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 }
@@ -35,14 +36,12 @@ constexpr long worker_time_budget_ms = 1000;
 Oid served_database = InvalidOid;
 char served_database_name[NAMEDATALEN];
 
-// The server-wide values (postgresql.conf, ALTER SYSTEM), read before the database's own
+// The server-wide value (postgresql.conf, ALTER SYSTEM), read before the database's own
 // settings apply.
 int server_batch_size = 0;
-int server_interval_ms = 0;
 
 void remember_server_settings() {
     server_batch_size = purge_batch_size;
-    server_interval_ms = purge_interval_ms;
 }
 
 // inbox.purge_batch_size may be set for a database by its owner, and is pinned to the
@@ -56,9 +55,15 @@ void pin_session_settings() {
     SetConfigOption("inbox.purge_batch_size", batch_size, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
-// The database's own inbox.purge_interval, 0 when it has none.
+// The database's own inbox.purge_interval (ALTER DATABASE ... SET, or a setting of the role the
+// worker runs as), 0 when it follows the server-wide value, which the launcher itself reloads.
+// Told by where the value came from: a database's own value may equal the server-wide one.
 int database_interval_ms() {
-    return purge_interval_ms != server_interval_ms ? purge_interval_ms : 0;
+    struct config_generic** settings = get_guc_variables();
+    for (int i = 0; i < GetNumConfigOptions(); i++)
+        if (strcmp(settings[i]->name, "inbox.purge_interval") == 0)
+            return settings[i]->source >= PGC_S_GLOBAL ? purge_interval_ms : 0;
+    return 0;
 }
 
 void on_worker_exit(int, Datum) {
