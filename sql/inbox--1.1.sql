@@ -350,7 +350,7 @@ sampled AS MATERIALIZED (
            pg_catalog.count(*) OPERATOR(pg_catalog.*) 100
                OPERATOR(pg_catalog./) (SELECT z.percent FROM sample_size z) AS markers
     FROM inbox.markers s
-         TABLESAMPLE SYSTEM ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
+         TABLESAMPLE pg_catalog.system ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
     GROUP BY s.consumer_id
 )
 SELECT c.consumer,
