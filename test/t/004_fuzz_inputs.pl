@@ -84,11 +84,20 @@ $node->safe_psql('postgres', q{
             INSERT INTO dropped VALUES ('function', f), ('table', t);
         END LOOP;
     END $$;
-    GRANT SELECT ON dropped TO regress_fuzzer;
+    -- Handlers are drawn from the whole catalog, dropped functions and OIDs of nothing, and for
+    -- half the draws from the functions apply accepts.
+    CREATE TABLE candidates AS
+        SELECT oid AS fn FROM pg_proc
+        UNION ALL SELECT object FROM dropped WHERE kind = 'function'
+        UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid);
+    CREATE TABLE handlers AS
+        SELECT oid AS fn FROM pg_proc WHERE prokind = 'f' AND NOT proretset
+            AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
+            AND proname NOT LIKE 'pg\\_%';
+    GRANT SELECT ON dropped, candidates, handlers TO regress_fuzzer;
     GRANT EXECUTE ON FUNCTION marker_exists(text, text) TO regress_fuzzer;
 });
 
-# Handlers are drawn from the whole catalog, weighted towards the ones apply accepts.
 my $calls = 3000;
 $node->safe_psql('postgres', qq{
     SET ROLE regress_fuzzer;
@@ -96,12 +105,8 @@ $node->safe_psql('postgres', qq{
     DO \$\$
     DECLARE
         c text; m text; f oid; p jsonb; expected text; outcome text; before boolean;
-        candidates oid[] := ARRAY(SELECT oid FROM pg_proc
-                                  UNION ALL SELECT object FROM dropped WHERE kind = 'function'
-                                  UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid) ORDER BY 1);
-        handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
-                                AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
-                                AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
+        candidates oid[] := ARRAY(SELECT fn FROM candidates ORDER BY fn);
+        handlers oid[] := ARRAY(SELECT fn FROM handlers ORDER BY fn);
     BEGIN
         FOR i IN 1 .. $calls LOOP
             c := random_key(70);
@@ -259,12 +264,8 @@ $node->safe_psql('postgres', qq{
         c text; m text; f oid; p jsonb; w boolean; ids text[]; msgs jsonb; ret interval; lim int;
         call text; expected text; outcome text; verdict boolean; before bigint; processed bigint;
         answered bigint; claimed text[];
-        candidates oid[] := ARRAY(SELECT oid FROM pg_proc
-                                  UNION ALL SELECT object FROM dropped WHERE kind = 'function'
-                                  UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid) ORDER BY 1);
-        handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
-                                AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
-                                AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
+        candidates oid[] := ARRAY(SELECT fn FROM candidates ORDER BY fn);
+        handlers oid[] := ARRAY(SELECT fn FROM handlers ORDER BY fn);
         shapes jsonb[] := ARRAY['7', '{"payload": {}}', '{"id": 5}', '{"id": null}', '"x"']::jsonb[];
     BEGIN
         FOR i IN 1 .. $calls LOOP
