@@ -1,0 +1,39 @@
+# The settings without shared_preload_libraries, as the README says (Retention, Settings):
+# PostgreSQL 15 knows inbox.* only in a session that has loaded the library, so ALTER SYSTEM is
+# refused before LOAD 'inbox' and accepted after it; ALTER DATABASE ... SET works either way, but
+# a wrong value it gave is checked only when a session loads the library: ignored then, with a
+# warning, for the default (not the server-wide value).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use InboxTest;
+
+my $node = inbox_node('plain', '', preload => '');
+$node->safe_psql('postgres', 'CREATE EXTENSION inbox');
+
+my ($rc, $out, $err) =
+  $node->psql('postgres', q{ALTER SYSTEM SET inbox.retention = '14d'});
+like($err, qr/unrecognized configuration parameter "inbox.retention"/,
+	'ALTER SYSTEM before the library is loaded: refused by PostgreSQL');
+is( $node->safe_psql('postgres',
+		q{LOAD 'inbox'; ALTER SYSTEM SET inbox.retention = '14d'; SELECT pg_reload_conf()}),
+	't', 'after LOAD in the same session: accepted');
+ok($node->poll_query_until('postgres', q{SELECT current_setting('inbox.retention', true) = '14d'}),
+	'reloaded');
+is($node->safe_psql('postgres', q{LOAD 'inbox'; SHOW inbox.retention}), '14d', 'and in force');
+($rc, $out, $err) = $node->psql('postgres', q{LOAD 'inbox'; ALTER SYSTEM SET inbox.retention = '30'});
+like($err, qr/invalid value for parameter "inbox.retention": "30"/,
+	'a loaded library checks the value ALTER SYSTEM writes');
+
+$node->safe_psql('postgres', q{ALTER DATABASE postgres SET inbox.retention = '7d'});
+is($node->safe_psql('postgres', q{LOAD 'inbox'; SHOW inbox.retention}),
+	'7d', 'ALTER DATABASE ... SET without the library loaded: in force once it is');
+$node->safe_psql('postgres', q{ALTER DATABASE postgres SET inbox.retention = '7'});
+($rc, $out, $err) = $node->psql('postgres', q{LOAD 'inbox'; SHOW inbox.retention});
+is($out, '30d', 'a wrong value from ALTER DATABASE is ignored, for the default');
+like($err, qr/WARNING:  invalid value for parameter "inbox.retention": "7"/, 'with a warning');
+
+$node->stop;
+done_testing();
