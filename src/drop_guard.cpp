@@ -64,14 +64,16 @@ PGDLLEXPORT Datum inbox_guard_drop(PG_FUNCTION_ARGS) {
     if (allow_drop_with_markers || !drops_inbox(event->parsetree)) PG_RETURN_VOID();
     int64 consumers = consumers_with_markers();
     if (consumers == 0) PG_RETURN_VOID();
-    ereport(ERROR,
-            (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-             errmsg("dropping extension inbox would delete the markers of %lld consumers",
-                    static_cast<long long>(consumers)),
-             errdetail("The markers record which messages were processed: without them, every "
-                       "redelivery would be processed again."),
-             errhint("Keep them first if they matter (pg_dump includes them). To drop them, "
-                     "SET inbox.allow_drop_with_markers = on and drop again; after CREATE "
-                     "EXTENSION, inbox.grant_access gives roles their privileges back.")));
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+         errmsg_plural("dropping extension inbox would delete the markers of %lld consumer",
+                       "dropping extension inbox would delete the markers of %lld consumers",
+                       static_cast<unsigned long>(consumers), static_cast<long long>(consumers)),
+         errdetail("The markers record which messages were processed: without them, every "
+                   "redelivery would be processed again."),
+         errhint("Keep them first if they matter (pg_dump includes them). To drop them, "
+                 "SET inbox.allow_drop_with_markers = on and drop again; after CREATE "
+                 "EXTENSION, inbox.grant_access gives roles their privileges back.")));
 }
 }
