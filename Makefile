@@ -11,7 +11,7 @@ DATA = sql/inbox--1.0.sql sql/inbox--1.1.sql sql/inbox--1.0--1.1.sql
 # and isolation tests start temporary instances that preload the library, the TAP tests start
 # their own nodes). One suite alone: `make installcheck ISOLATION= TAP_TESTS=` (regress),
 # `REGRESS= TAP_TESTS=` (isolation), `REGRESS= ISOLATION=` (TAP); one file: `REGRESS=purge`.
-REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge hostile_search_path schema_guard outcomes
+REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge hostile_search_path schema_guard outcomes handler_name drop_extension
 TEMP_INSTANCE_CONF = $(srcdir)/test/regress/postgresql.conf
 REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(TEMP_INSTANCE_CONF) \
 	--load-extension=inbox

@@ -81,7 +81,8 @@ $node->safe_psql('postgres', q{
     GRANT EXECUTE ON FUNCTION marker_exists(text, text) TO regress_fuzzer;
 });
 
-# Handlers are drawn from the whole catalog, weighted towards the ones apply accepts.
+# Handlers are drawn from the whole catalog, weighted towards the ones apply accepts: taking no
+# argument, or (jsonb).
 my $calls = 3000;
 $node->safe_psql('postgres', qq{
     SET ROLE regress_fuzzer;
@@ -93,14 +94,18 @@ $node->safe_psql('postgres', qq{
                                   UNION ALL SELECT object FROM dropped WHERE kind = 'function'
                                   UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid) ORDER BY 1);
         handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
-                                AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
-                                AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
+                                AND pronargs = 0 AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
+        -- drawn on their own, so that how many the catalog has does not decide how often
+        payload_handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
+                                        AND pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype
+                                        AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
     BEGIN
         FOR i IN 1 .. $calls LOOP
             c := random_key(70);
             m := random_key(140);
             f := CASE WHEN random() < 0.03 THEN NULL
-                      WHEN random() < 0.5 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.25 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.33 THEN payload_handlers[1 + floor(random() * cardinality(payload_handlers))::int]
                       ELSE candidates[1 + floor(random() * cardinality(candidates))::int] END;
             p := CASE WHEN random() < 0.2 THEN NULL
                       ELSE jsonb_build_object(coalesce(m, 'k'), random(), 'nested', jsonb_build_array(c)) END;
