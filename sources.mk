@@ -31,4 +31,5 @@ INBOX_SOURCES = \
 	src/purge_schedule.cpp \
 	src/purge_status.cpp \
 	src/purge_launcher.cpp \
-	src/purge_worker.cpp
+	src/purge_worker.cpp \
+	src/drop_guard.cpp

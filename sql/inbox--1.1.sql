@@ -574,3 +574,63 @@ REVOKE ALL ON inbox.marker_details, inbox.attempts FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.receive(text, text, jsonb, boolean),
     inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
     inbox.apply_batch(text, regprocedure, jsonb), inbox.attempt_entries() FROM PUBLIC;
+
+-- =============================================================================================
+-- Dropping and re-creating the extension (README, "Dropping and re-creating the extension").
+-- =============================================================================================
+
+-- DROP EXTENSION inbox (or DROP SCHEMA inbox CASCADE) would delete every marker: refused while
+-- there are any, unless inbox.allow_drop_with_markers is on.
+CREATE FUNCTION inbox.guard_drop() RETURNS event_trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'inbox_guard_drop';
+COMMENT ON FUNCTION inbox.guard_drop() IS
+    'Refuses to drop the extension with its markers unless inbox.allow_drop_with_markers is on.';
+CREATE EVENT TRIGGER inbox_guard_drop ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA')
+    EXECUTE FUNCTION inbox.guard_drop();
+
+-- The privileges of a kind of role, on every object of this version that the kind uses: after
+-- CREATE EXTENSION (which starts with nothing granted) or an update that added functions.
+CREATE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    privileges text;
+BEGIN
+    IF grantee IS NULL OR access IS NULL THEN
+        RAISE EXCEPTION 'grantee and access must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT inbox.grant_access(''app'', ''consume'').';
+    END IF;
+    privileges := CASE access
+        WHEN 'consume' THEN
+            'EXECUTE ON FUNCTION inbox.claim(text, text), '
+            'inbox.apply(text, text, regprocedure, jsonb), '
+            'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
+            'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb)'
+        WHEN 'operate' THEN
+            'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
+            'inbox.configure_consumer(text, interval, integer)'
+        WHEN 'monitor' THEN
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+    END;
+    IF privileges IS NULL THEN
+        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+                     'operate: forget, purge, configure_consumer, stats_reset; monitor: the views.';
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    EXECUTE format('GRANT %s TO %s', privileges, grantee);
+    IF access = 'operate' THEN
+        EXECUTE format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+    ELSIF access = 'monitor' THEN
+        -- the functions the views call run with the caller's privileges
+        EXECUTE format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.worker_status(), '
+                       'inbox.attempt_entries() TO %s', grantee);
+    END IF;
+END $$;
+COMMENT ON FUNCTION inbox.grant_access(regrole, text) IS
+    'Grants a role what it needs to consume, operate or monitor: after CREATE EXTENSION or an update.';
+
+REVOKE ALL ON FUNCTION inbox.guard_drop(), inbox.grant_access(regrole, text) FROM PUBLIC;

@@ -42,3 +42,8 @@ struct PurgeRun {
 PurgeProgress purge_expired_markers(const PurgeRun* run);
 
 const char* purge_outcome_name(PurgeOutcome outcome);
+
+// Logs what a purge of `database` deleted, at inbox.purge_log_level: `purger` is who ran it
+// ("inbox purge worker", a pg_cron job), `start` when it began.
+void log_purge(const char* purger, const char* database, const PurgeProgress& progress,
+               TimestampTz start);

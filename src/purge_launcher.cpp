@@ -203,6 +203,8 @@ void inbox_purge_launcher_main(Datum) {
         if (purge_worker_enabled) {
             follow_databases(&served, context);
             sleep_ms = start_due_workers(&served);
+        } else {
+            workers_turned_off();
         }
         MemoryContextSwitchTo(caller);
         pgstat_report_activity(STATE_IDLE, nullptr);

@@ -23,7 +23,7 @@ constexpr const char* segment_name = "inbox_purge_workers";
 // Databases with the extension whose workers can report at once; beyond it they still purge.
 constexpr int max_worker_slots = 512;
 
-enum class WorkerState : int { idle, purging, standby };
+enum class WorkerState : int { idle, purging, standby, off };
 
 struct WorkerSlot {
     Oid database;  // InvalidOid: free
@@ -96,6 +96,8 @@ const char* state_name(WorkerState state) {
             return "purging";
         case WorkerState::standby:
             return "standby";
+        case WorkerState::off:
+            return "off";
     }
     return "unknown";
 }
@@ -117,12 +119,23 @@ void request_purge_status_memory() {
     pg::request_shared_segment(&segment);
 }
 
-void worker_starts(Oid database, bool standby) {
+void worker_starts(Oid database, bool standby, bool enabled) {
     update_slot(database, true, [&](WorkerSlot* slot) {
         slot->pid = MyProcPid;
-        slot->state = standby ? WorkerState::standby : WorkerState::idle;
+        slot->state = standby   ? WorkerState::standby
+                      : enabled ? WorkerState::idle
+                                : WorkerState::off;
         slot->process_deleted = 0;
     });
+}
+
+void workers_turned_off() {
+    if (status == nullptr) return;
+    LWLockAcquire(status->lock, LW_EXCLUSIVE);
+    for (WorkerSlot& slot : status->slots)
+        if (slot.database != InvalidOid && slot.state != WorkerState::standby)
+            slot.state = WorkerState::off;
+    LWLockRelease(status->lock);
 }
 
 void worker_cycle_begins(Oid database) {

@@ -97,16 +97,11 @@ void purge_this_database() {
     CommitTransactionCommand();
 
     bool finished = progress.outcome != PurgeOutcome::out_of_time;
-    TimestampTz now = GetCurrentTimestamp();
     CycleTotals cycle = worker_cycle_ends(served_database, progress.deleted, progress.batches,
                                           finished, database_interval_ms());
     if (finished && cycle.deleted > 0)
-        ereport(purge_log_level,
-                (errmsg("%s of database \"%s\" deleted %lld expired markers in %lld batches "
-                        "in %ld ms (%s)",
-                        purge_worker_type, served_database_name, (long long)cycle.deleted,
-                        (long long)cycle.batches, TimestampDifferenceMilliseconds(cycle.start, now),
-                        purge_outcome_name(progress.outcome))));
+        log_purge(purge_worker_type, served_database_name,
+                  {cycle.deleted, cycle.batches, progress.outcome}, cycle.start);
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
@@ -120,7 +115,7 @@ void serve_database() {
         forget_worker(served_database);
         return;
     }
-    worker_starts(served_database, standby);
+    worker_starts(served_database, standby, purge_worker_enabled);
     if (standby || !purge_worker_enabled) return;
     StartTransactionCommand();
     purge_this_database();

@@ -84,17 +84,20 @@ $node->safe_psql('postgres', q{
             INSERT INTO dropped VALUES ('function', f), ('table', t);
         END LOOP;
     END $$;
-    -- Handlers are drawn from the whole catalog, dropped functions and OIDs of nothing, and for
-    -- half the draws from the functions apply accepts.
+    -- Handlers are drawn from the whole catalog, dropped functions and OIDs of nothing, and,
+    -- weighted towards them, from the functions apply accepts: taking no argument, or (jsonb),
+    -- each kind on its own, so that how many the catalog has does not decide how often.
     CREATE TABLE candidates AS
         SELECT oid AS fn FROM pg_proc
         UNION ALL SELECT object FROM dropped WHERE kind = 'function'
         UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid);
     CREATE TABLE handlers AS
-        SELECT oid AS fn FROM pg_proc WHERE prokind = 'f' AND NOT proretset
-            AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
+        SELECT oid AS fn FROM pg_proc WHERE prokind = 'f' AND NOT proretset AND pronargs = 0
             AND proname NOT LIKE 'pg\\_%';
-    GRANT SELECT ON dropped, candidates, handlers TO regress_fuzzer;
+    CREATE TABLE payload_handlers AS
+        SELECT oid AS fn FROM pg_proc WHERE prokind = 'f' AND NOT proretset AND pronargs = 1
+            AND proargtypes[0] = 'jsonb'::regtype AND proname NOT LIKE 'pg\\_%';
+    GRANT SELECT ON dropped, candidates, handlers, payload_handlers TO regress_fuzzer;
     GRANT EXECUTE ON FUNCTION marker_exists(text, text) TO regress_fuzzer;
 });
 
@@ -107,12 +110,14 @@ $node->safe_psql('postgres', qq{
         c text; m text; f oid; p jsonb; expected text; outcome text; before boolean;
         candidates oid[] := ARRAY(SELECT fn FROM candidates ORDER BY fn);
         handlers oid[] := ARRAY(SELECT fn FROM handlers ORDER BY fn);
+        payload_handlers oid[] := ARRAY(SELECT fn FROM payload_handlers ORDER BY fn);
     BEGIN
         FOR i IN 1 .. $calls LOOP
             c := random_key(70);
             m := random_key(140);
             f := CASE WHEN random() < 0.03 THEN NULL
-                      WHEN random() < 0.5 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.25 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.33 THEN payload_handlers[1 + floor(random() * cardinality(payload_handlers))::int]
                       ELSE candidates[1 + floor(random() * cardinality(candidates))::int] END;
             p := CASE WHEN random() < 0.2 THEN NULL
                       ELSE jsonb_build_object(coalesce(m, 'k'), random(), 'nested', jsonb_build_array(c)) END;
@@ -266,6 +271,7 @@ $node->safe_psql('postgres', qq{
         answered bigint; claimed text[];
         candidates oid[] := ARRAY(SELECT fn FROM candidates ORDER BY fn);
         handlers oid[] := ARRAY(SELECT fn FROM handlers ORDER BY fn);
+        payload_handlers oid[] := ARRAY(SELECT fn FROM payload_handlers ORDER BY fn);
         shapes jsonb[] := ARRAY['7', '{"payload": {}}', '{"id": 5}', '{"id": null}', '"x"']::jsonb[];
     BEGIN
         FOR i IN 1 .. $calls LOOP
@@ -286,7 +292,8 @@ $node->safe_psql('postgres', qq{
                               FROM generate_series(1, floor(random() * 4)::int)) END;
             f := CASE WHEN random() < 0.03 THEN NULL
                       WHEN random() < 0.05 THEN 'not_yours()'::regprocedure
-                      WHEN random() < 0.5 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.25 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.33 THEN payload_handlers[1 + floor(random() * cardinality(payload_handlers))::int]
                       ELSE candidates[1 + floor(random() * cardinality(candidates))::int] END;
             w := CASE WHEN random() < 0.05 THEN NULL ELSE random() < 0.5 END;
             ret := (ARRAY[NULL, '1 s', '0.5 s', '-1 day', '30 days', '1 mon']::interval[])[1 + floor(random() * 6)::int];
