@@ -101,7 +101,8 @@ void purge_this_database() {
                                           finished, database_interval_ms());
     if (finished && cycle.deleted > 0)
         log_purge(purge_worker_type, served_database_name,
-                  {cycle.deleted, cycle.batches, progress.outcome}, cycle.start);
+                  {.deleted = cycle.deleted, .batches = cycle.batches, .outcome = progress.outcome},
+                  cycle.start);
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
