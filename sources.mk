@@ -9,6 +9,7 @@ INBOX_SOURCES = \
 	src/message_key.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
+	src/worker_session.cpp \
 	src/consumer_registrar.cpp \
 	src/marker_forms.cpp \
 	src/marker_ops.cpp \

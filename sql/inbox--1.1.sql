@@ -6,7 +6,8 @@
 -- argument types (inbox.claim(varchar, varchar) is an exact match for drivers that bind strings
 -- as varchar), or rename the schema later and put his own inbox.claim in its place. Refused: a
 -- schema owned by another role, CREATE on it granted to another role, or objects in it that are
--- not the extension's.
+-- not the extension's. The check itself names everything with its schema, down to each operator:
+-- an object in the schema it checks would otherwise run as the installer.
 DO $guard$
 DECLARE
     inbox_schema pg_catalog.oid;
@@ -21,9 +22,10 @@ BEGIN
         RAISE EXCEPTION 'schema "inbox" is owned by role "%", not by "%"',
             pg_catalog.pg_get_userbyid(schema_owner), current_user
         USING ERRCODE = 'insufficient_privilege',
-              HINT = 'Its owner could replace the extension''s functions. Drop the schema, or '
-                     'make it yours (ALTER SCHEMA inbox OWNER TO ' || current_user || ') after '
-                     'checking what it contains, then try again.';
+              HINT = pg_catalog.format('Its owner could replace the extension''s functions. Drop '
+                                       'the schema, or make it yours (ALTER SCHEMA inbox OWNER TO '
+                                       '%I) after checking what it contains, then try again.',
+                                       current_user);
     END IF;
 
     SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
@@ -348,7 +350,7 @@ sampled AS MATERIALIZED (
            pg_catalog.count(*) OPERATOR(pg_catalog.*) 100
                OPERATOR(pg_catalog./) (SELECT z.percent FROM sample_size z) AS markers
     FROM inbox.markers s
-         TABLESAMPLE SYSTEM ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
+         TABLESAMPLE pg_catalog.system ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
     GROUP BY s.consumer_id
 )
 SELECT c.consumer,

@@ -167,13 +167,15 @@ CALL inbox.purge();
 SELECT message_id FROM inbox.messages WHERE consumer = 'boundary';
 ROLLBACK;
 
--- No data the table can hold stops the purge: a consumer longer than the functions allow (the
--- owner wrote it, say in a migration) and an empty one are purged like any other, and the
--- purge ends.
+-- No data the tables can hold stops the purge: a consumer longer than the functions allow (the
+-- owner wrote it, say in a migration), an empty one and one whose id is below those the registry
+-- hands out are purged like any other, and the purge ends.
 DELETE FROM inbox.messages;
+INSERT INTO inbox.consumer_registry (id, name) VALUES (-32768, 'lowest-id'), (-1, 'id-minus-one');
 INSERT INTO inbox.messages
 SELECT consumer, consumer || '-old-' || i, now() - interval '2 hours'
-FROM (VALUES (repeat('long', 40)), (''), ('zzz')) AS c(consumer), generate_series(1, 4) i;
+FROM (VALUES (repeat('long', 40)), (''), ('zzz'), ('lowest-id'), ('id-minus-one')) AS c(consumer),
+     generate_series(1, 4) i;
 SET inbox.retention = '1h';
 SET inbox.purge_batch_size = 3;
 SET statement_timeout = '20s';
@@ -181,6 +183,9 @@ CALL inbox.purge();
 RESET statement_timeout;
 SELECT count(*) AS left_behind FROM inbox.messages;
 RESET inbox.purge_batch_size;
+ALTER TABLE inbox.consumer_registry DISABLE TRIGGER keep_consumer_ids;
+DELETE FROM inbox.consumer_registry WHERE id < 0;
+ALTER TABLE inbox.consumer_registry ENABLE TRIGGER keep_consumer_ids;
 
 DROP TRIGGER log_purge ON inbox.markers;
 DROP TABLE purge_log;

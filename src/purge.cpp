@@ -62,6 +62,13 @@ bool lock_markers() {
 
 // ---- the compact layout: consumers by id, each with its own retention -----------------------
 
+// The walk starts at the lowest id the registry holds, whatever it is (the owner may have written
+// any): no id stands for "before the first".
+MarkerStatement first_registered_consumer = {
+    .sql = "SELECT id, retention FROM inbox.consumer_registry ORDER BY id LIMIT 1",
+    .nargs = 0,
+    .argtypes = {},
+    .plan = nullptr};
 MarkerStatement next_registered_consumer = {
     .sql =
         "SELECT id, retention FROM inbox.consumer_registry "
@@ -148,8 +155,9 @@ bool first_row_value(int column, Datum* value) {
 bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     Datum value = 0;
     if (marker_store()->layout == MarkerLayout::compact) {
-        Datum after = Int16GetDatum(cursor->started ? cursor->consumer_id : -1);
-        execute_as_store_owner(&next_registered_consumer, &after);
+        Datum after = Int16GetDatum(cursor->consumer_id);
+        execute_as_store_owner(
+            cursor->started ? &next_registered_consumer : &first_registered_consumer, &after);
         if (!first_row_value(1, &value)) return false;
         cursor->consumer_id = DatumGetInt16(value);
         cursor->cutoff = first_row_value(2, &value)
@@ -243,7 +251,7 @@ void pause_between_batches(long ms) {
 }  // namespace
 
 PurgeProgress purge_expired_markers(const PurgeRun* run) {
-    PurgeProgress progress = {0, 0, PurgeOutcome::finished};
+    PurgeProgress progress = {.deleted = 0, .batches = 0, .outcome = PurgeOutcome::finished};
     ConsumerCursor cursor = {.context = AllocSetContextCreate(
                                  TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
                              .started = false,
@@ -366,8 +374,7 @@ PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
                     .deadline = 0,
                     .after_batch = nullptr};
     if (nonatomic) {
-        if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
-            elog(ERROR, "SPI_connect_ext failed");
+        pg::spi_connect_nonatomic();
         run.commit = commit_procedure_batch;
     }
     PurgeProgress progress = purge_expired_markers(&run);

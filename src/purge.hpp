@@ -10,7 +10,7 @@ enum class PurgeOutcome {
     finished,        // no expired marker is left
     busy,            // another purge of this database held the purge lock: this one yielded
     out_of_time,     // the deadline passed with expired markers left
-    extension_gone,  // inbox.messages does not exist (DROP EXTENSION)
+    extension_gone,  // the marker store does not exist (DROP EXTENSION)
 };
 
 struct PurgeProgress {

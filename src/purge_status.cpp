@@ -158,7 +158,7 @@ void worker_cycle_progress(Oid database, int64 deleted) {
 CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
                               int interval_ms) {
     TimestampTz now = GetCurrentTimestamp();
-    CycleTotals totals = {now, deleted, batches};
+    CycleTotals totals = {.start = now, .deleted = deleted, .batches = batches};
     update_slot(database, true, [&](WorkerSlot* slot) {
         if (!slot->cycle_open) {  // the slot was taken over meanwhile: start afresh
             slot->cycle_open = true;
@@ -168,8 +168,10 @@ CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool f
         slot->cycle_batches += batches;
         slot->total_deleted += deleted;
         slot->process_deleted = 0;
-        slot->schedule = WorkerSchedule{!finished, interval_ms};
-        totals = {slot->cycle_start, slot->cycle_deleted, slot->cycle_batches};
+        slot->schedule = WorkerSchedule{.continue_now = !finished, .interval_ms = interval_ms};
+        totals = {.start = slot->cycle_start,
+                  .deleted = slot->cycle_deleted,
+                  .batches = slot->cycle_batches};
         if (finished) {
             slot->cycle_open = false;
             slot->last_cycle_start = slot->cycle_start;
@@ -211,7 +213,7 @@ void forget_workers_except(const Oid* databases, int count) {
 }
 
 WorkerSchedule worker_schedule(Oid database) {
-    WorkerSchedule schedule = {false, 0};
+    WorkerSchedule schedule = {.continue_now = false, .interval_ms = 0};
     if (status == nullptr) return schedule;
     LWLockAcquire(status->lock, LW_SHARED);
     WorkerSlot* slot = find_slot(database);
