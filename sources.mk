@@ -11,6 +11,7 @@ INBOX_SOURCES = \
 	src/citus_drop.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
+	src/worker_session.cpp \
 	src/consumer_registrar.cpp \
 	src/marker_forms.cpp \
 	src/marker_ops.cpp \
@@ -34,4 +35,6 @@ INBOX_SOURCES = \
 	src/purge_schedule.cpp \
 	src/purge_status.cpp \
 	src/purge_launcher.cpp \
-	src/purge_worker.cpp
+	src/purge_worker.cpp \
+	src/drop_statement.cpp \
+	src/drop_guard.cpp

@@ -23,7 +23,7 @@ extern "C" {
 #include "marker_table.hpp"
 #include "message_key.hpp"
 #include "pg/spi.hpp"
-#include "purge_worker.hpp"
+#include "worker_session.hpp"
 
 namespace {
 
@@ -34,7 +34,7 @@ struct Registration {
     Oid database;
     char consumer[inbox::max_consumer_bytes + 1];
     bool registered;
-    int16 id;
+    Consumer found;
     char error[256];
 };
 
@@ -49,7 +49,7 @@ MarkerStatement register_on_coordinator = {
     .argtypes = {TEXTOID},
     .plan = nullptr};
 
-void register_by_coordinator(text* consumer, int16* id) {
+int16 register_by_coordinator(text* consumer) {
     pg::spi_connect();
     Datum name = PointerGetDatum(consumer);
     execute_as_store_owner(&register_on_coordinator, &name);
@@ -63,16 +63,18 @@ void register_by_coordinator(text* consumer, int16* id) {
                  errdetail("%s", SPI_processed == 1
                                      ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)
                                      : "The coordinator is not in Citus's node list.")));
-    *id = static_cast<int16>(
+    auto id = static_cast<int16>(
         pg_strtoint32(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)));
     SPI_finish();
+    return id;
 }
 
 }  // namespace
 
-bool register_in_own_transaction(text* consumer, int16* id) {
+bool register_in_own_transaction(text* consumer, Consumer* found) {
     if (marker_store()->distribution == StoreDistribution::citus_worker_node) {
-        register_by_coordinator(consumer, id);
+        // Its id only: a worker node reads the registry at every claim, settings included.
+        *found = {.id = register_by_coordinator(consumer), .max_attempts = 0};
         return true;
     }
     // A worker inserting into the registry would wait for a lock this transaction holds: one
@@ -110,7 +112,7 @@ bool register_in_own_transaction(text* consumer, int16* id) {
     if (WaitForBackgroundWorkerShutdown(handle) == BGWH_POSTMASTER_DIED)
         ereport(FATAL, (errcode(ERRCODE_ADMIN_SHUTDOWN), errmsg("the postmaster died")));
     bool registered = registration->registered;
-    *id = registration->id;
+    *found = registration->found;
     if (!registered)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("consumer \"%s\" could not be registered", registration->consumer),
@@ -122,18 +124,19 @@ bool register_in_own_transaction(text* consumer, int16* id) {
 }
 
 void inbox_registrar_main(Datum segment_handle) {
-    take_purge_process_signals();
+    take_worker_signals();
     dsm_segment* segment = dsm_attach(DatumGetUInt32(segment_handle));
     if (segment == nullptr) proc_exit(1);  // the claim gave up waiting
     auto* registration = static_cast<Registration*>(dsm_segment_address(segment));
     BackgroundWorkerInitializeConnectionByOid(registration->database, InvalidOid, 0);
+    pin_worker_settings();
     pgstat_report_appname(registrar_type);
 
     PG_TRY();
     {
         StartTransactionCommand();
         PushActiveSnapshot(GetTransactionSnapshot());
-        registration->id = register_consumer_now(cstring_to_text(registration->consumer));
+        registration->found = register_consumer_now(cstring_to_text(registration->consumer));
         PopActiveSnapshot();
         CommitTransactionCommand();
         registration->registered = true;

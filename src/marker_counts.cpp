@@ -73,7 +73,7 @@ MarkerStatement distributed_pages = {
 MarkerStatement sample_counts = {
     .sql =
         "SELECT s.consumer_id, pg_catalog.count(*) FROM inbox.markers s "
-        "TABLESAMPLE SYSTEM ($1) REPEATABLE (0) GROUP BY s.consumer_id",
+        "TABLESAMPLE pg_catalog.system ($1) REPEATABLE (0) GROUP BY s.consumer_id",
     .nargs = 1,
     .argtypes = {FLOAT8OID},
     .plan = nullptr};

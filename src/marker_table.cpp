@@ -14,8 +14,12 @@ extern "C" {
 
 namespace {
 
-MarkerStore cached_store = {MarkerLayout::compact,   InvalidOid, InvalidOid, InvalidOid, InvalidOid,
-                            StoreDistribution::local};
+MarkerStore cached_store = {.layout = MarkerLayout::compact,
+                            .markers = InvalidOid,
+                            .details = InvalidOid,
+                            .registry = InvalidOid,
+                            .owner = InvalidOid,
+                            .distribution = StoreDistribution::local};
 bool store_cached = false;
 bool invalidation_registered = false;
 // Citus's catalog of this node's group, when Citus is installed: its invalidation says the node
@@ -48,19 +52,23 @@ const MarkerStore* marker_store() {
         CacheRegisterRelcacheCallback(forget_store, (Datum)0);
         invalidation_registered = true;
     }
-    MarkerStore store = {MarkerLayout::compact,
-                         find_table("markers", NoLock),
-                         find_table("marker_details", NoLock),
-                         find_table("consumer_registry", NoLock),
-                         InvalidOid,
-                         StoreDistribution::local};
+    MarkerStore store = {.layout = MarkerLayout::compact,
+                         .markers = find_table("markers", NoLock),
+                         .details = find_table("marker_details", NoLock),
+                         .registry = find_table("consumer_registry", NoLock),
+                         .owner = InvalidOid,
+                         .distribution = StoreDistribution::local};
     if (!OidIsValid(store.markers)) {
         // 1.0's inbox.messages is a table; 1.1's is a view.
         Oid messages = find_table("messages", NoLock);
         if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW)
             report_missing_store();
-        store = {MarkerLayout::version_1_0, messages, InvalidOid, InvalidOid, InvalidOid,
-                 StoreDistribution::local};
+        store = {.layout = MarkerLayout::version_1_0,
+                 .markers = messages,
+                 .details = InvalidOid,
+                 .registry = InvalidOid,
+                 .owner = InvalidOid,
+                 .distribution = StoreDistribution::local};
     } else if (!OidIsValid(store.registry)) {
         report_missing_store();
     }
