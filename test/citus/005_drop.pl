@@ -2,7 +2,8 @@
 # undistribute_table) refuse an extension's tables; inbox.distribute() changes the shard count
 # and the distribution column keeping every marker, and inbox.undistribute() brings the tables
 # back to the coordinator. Shards move. Tables distributed only in part are refused. DROP
-# EXTENSION leaves no shard on any node, and the extension created again distributes afresh.
+# EXTENSION is refused while markers exist (unless said so), leaves no shard on any node, and the
+# extension created again distributes afresh.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -108,7 +109,12 @@ distribute_inbox($cluster);
 is($coordinator->safe_psql('postgres', q{SELECT inbox.claim('life', 'new')}), 't',
 	'distributed together again: claims go on');
 
-$coordinator->safe_psql('postgres', 'DROP EXTENSION inbox');
+like( psql_error($coordinator, 'DROP EXTENSION inbox'),
+	qr/^2BP01: dropping extension inbox would delete the markers of 1 consumer/,
+	'DROP EXTENSION with markers on the shards is refused, as on one node');
+is(shards_on_workers(), '2/2/1 2/2/1', 'and the shards are all there');
+$coordinator->safe_psql('postgres',
+	'SET inbox.allow_drop_with_markers = on; DROP EXTENSION inbox');
 is( join(' ', on_nodes($cluster, q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox'})),
 	'0 0 0', 'DROP EXTENSION on the coordinator drops the extension on every node');
 is( join(' ', on_nodes($cluster,
@@ -130,6 +136,12 @@ is( $coordinator->safe_psql('postgres',
 		q{SELECT string_agg(inbox.claim(c, 'm-1')::text, ' ' ORDER BY i)
           FROM unnest(ARRAY['a', 'b', 'c', 'a']) WITH ORDINALITY AS u(c, i)}),
 	'true true true false', 'claims by consumer: first copies and a duplicate');
+
+$coordinator->safe_psql('postgres',
+	'SET inbox.allow_drop_with_markers = on; DROP SCHEMA inbox CASCADE');
+is( join(' ', on_nodes($cluster, q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox'})),
+	'0 0 0', 'DROP SCHEMA inbox CASCADE drops the extension on every node');
+is(shards_on_workers(), '0/0/0 0/0/0', 'and leaves no shard on the workers either');
 
 $_->stop for @{ $cluster->{nodes} };
 done_testing();
