@@ -573,6 +573,9 @@ CREATE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     privileges text;
+    grants text[];
+    statement text;
+    worker record;
 BEGIN
     IF grantee IS NULL OR access IS NULL THEN
         RAISE EXCEPTION 'grantee and access must not be NULL'
@@ -598,15 +601,48 @@ BEGIN
               HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
                      'operate: forget, purge, configure_consumer, stats_reset; monitor: the views.';
     END IF;
-    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
-    EXECUTE format('GRANT %s TO %s', privileges, grantee);
+    -- On the extension's own objects: those Citus copies to no worker node (below).
+    grants := ARRAY[format('GRANT %s TO %s', privileges, grantee)];
     IF access = 'operate' THEN
-        EXECUTE format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+        grants := grants || format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
     ELSIF access = 'monitor' THEN
         -- the functions the views call run with the caller's privileges
-        EXECUTE format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.marker_counts(), '
-                       'inbox.worker_status(), inbox.attempt_entries() TO %s', grantee);
+        grants := grants || format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), '
+                                   'inbox.marker_counts(), inbox.worker_status(), '
+                                   'inbox.attempt_entries() TO %s', grantee);
     END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    FOREACH statement IN ARRAY grants LOOP
+        EXECUTE statement;
+    END LOOP;
+    -- Distributed with Citus (inbox.distribute()): Citus reads the registry behind a view with the
+    -- reader's own privileges, and copies the GRANTs on the schema and on its own tables to the
+    -- worker nodes, but none on an extension's functions: delegated calls and the workers' own
+    -- clients run them there. (Through connections of their own, outside this transaction:
+    -- those grants are made again there, not the ones Citus copies within it.)
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                   WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'inbox.consumer_registry'::regclass) THEN
+        RETURN;
+    END IF;
+    IF access = 'monitor' THEN
+        EXECUTE format('GRANT SELECT ON inbox.consumer_registry TO %s', grantee);
+    END IF;
+    FOR worker IN
+        SELECT r.nodename, r.nodeport, r.result
+        FROM pg_catalog.run_command_on_workers(
+            -- (a worker changes objects Citus distributes only as the coordinator's own)
+            'SET citus.enable_ddl_propagation = off; '
+            || array_to_string(grants, '; ')) r
+        WHERE NOT r.success
+    LOOP
+        RAISE EXCEPTION 'could not grant % access to % on worker node %:%', access, grantee,
+            worker.nodename, worker.nodeport
+        USING ERRCODE = 'connection_failure', DETAIL = worker.result,
+              HINT = 'The role must exist on the workers: create it in a transaction of its own.';
+    END LOOP;
 END $$;
 COMMENT ON FUNCTION inbox.grant_access(regrole, text) IS
     'Grants a role what it needs to consume, operate or monitor: after CREATE EXTENSION or an update.';

@@ -57,6 +57,20 @@ is( $coordinator->safe_psql('postgres',
 		  WHERE consumer = 'few'}, extra_params => [ '-U', 'monitoring' ]),
 	'10|1|10', 'a monitoring role reads inbox.stats on the coordinator');
 
+# inbox.grant_access(..., 'monitor') gives what every view needs on Citus, which reads the
+# registry behind inbox.consumers and inbox.attempts with the reader's own privileges.
+$coordinator->safe_psql('postgres', q{
+    CREATE ROLE watcher LOGIN;
+    SELECT inbox.grant_access('watcher', 'monitor');
+});
+is( $coordinator->safe_psql('postgres', q{
+		SELECT (SELECT retained FROM inbox.stats WHERE consumer = 'few') || '|'
+		    || (SELECT count(*) FROM inbox.consumers WHERE consumer = 'few') || '|'
+		    || (SELECT count(*) FROM inbox.attempts) || '|'
+		    || (SELECT count(*) FROM inbox.workers)},
+		extra_params => [ '-U', 'watcher' ]),
+	'10|1|0|0', 'a role given monitor access reads every view on the coordinator');
+
 # A function delegated to the worker that holds a message's marker: Citus runs the claim there,
 # so it counts in that worker's shared memory.
 $coordinator->safe_psql('postgres', q{

@@ -19,8 +19,9 @@ my $coordinator = $cluster->{coordinator};
 distribute_inbox($cluster);
 $coordinator->safe_psql('postgres', q{
     CREATE ROLE app LOGIN;
-    GRANT USAGE ON SCHEMA inbox TO app;
-    GRANT EXECUTE ON FUNCTION inbox.claim(text, text), inbox.message_key(text) TO app;
+    -- on every node: Citus copies no GRANT on an extension's functions to the workers
+    SELECT inbox.grant_access('app', 'consume');
+    GRANT EXECUTE ON FUNCTION inbox.message_key(text) TO app;
     -- co-located with the markers: keyed by the stored form of the message id
     CREATE TABLE payments (message_key bytea PRIMARY KEY, paid int NOT NULL DEFAULT 0);
     -- keyed by the message id as text, in a co-location group of its own
@@ -33,9 +34,9 @@ $coordinator->safe_psql('postgres', q{
     INSERT INTO ledger SELECT 'k-' || g FROM generate_series(1, 40) g;
     GRANT SELECT, UPDATE ON payments, ledger TO app;
 });
-# Citus copies GRANTs on its tables and functions to the workers, not those on an extension's.
-$coordinator->safe_psql('postgres', q{SELECT run_command_on_workers(
-    'GRANT EXECUTE ON FUNCTION inbox.claim(text, text), inbox.message_key(text) TO app')});
+is( join(' ', on_nodes($cluster,
+	q{SELECT has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')})),
+	't t t', 'inbox.grant_access on the coordinator grants on every node');
 
 # Keys whose marker and ledger row share a worker.
 my @keys = grep { marker_node($cluster, $_) eq shard_node($cluster, 'ledger', "'$_'") }
