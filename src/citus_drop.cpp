@@ -6,7 +6,6 @@
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
-#include "commands/event_trigger.h"
 #include "executor/spi.h"
 }
 
@@ -17,11 +16,7 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_drop_shards_first);
 PGDLLEXPORT Datum inbox_drop_shards_first(PG_FUNCTION_ARGS) {
-    if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("inbox.drop_shards_first() is an event trigger function")));
-    auto* event = reinterpret_cast<EventTriggerData*>(fcinfo->context);
-    if (!drops_inbox(event->parsetree)) PG_RETURN_VOID();
+    if (!drops_inbox(triggering_statement(fcinfo, "inbox.drop_shards_first()"))) PG_RETURN_VOID();
     pg::spi_connect();
     int rc = SPI_execute("SELECT inbox.leave_citus(false)", false, 0);
     if (rc != SPI_OK_SELECT)

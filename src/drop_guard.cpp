@@ -6,7 +6,6 @@
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
-#include "commands/event_trigger.h"
 #include "executor/spi.h"
 }
 
@@ -38,11 +37,8 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_guard_drop);
 PGDLLEXPORT Datum inbox_guard_drop(PG_FUNCTION_ARGS) {
-    if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("inbox.guard_drop() is an event trigger function")));
-    auto* event = reinterpret_cast<EventTriggerData*>(fcinfo->context);
-    if (allow_drop_with_markers || !drops_inbox(event->parsetree)) PG_RETURN_VOID();
+    Node* statement = triggering_statement(fcinfo, "inbox.guard_drop()");
+    if (allow_drop_with_markers || !drops_inbox(statement)) PG_RETURN_VOID();
     int64 consumers = consumers_with_markers();
     if (consumers == 0) PG_RETURN_VOID();
     ereport(

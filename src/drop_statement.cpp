@@ -1,6 +1,7 @@
 // See drop_statement.hpp.
 extern "C" {
 #include "postgres.h"
+#include "commands/event_trigger.h"
 #include "nodes/parsenodes.h"
 }
 
@@ -19,6 +20,13 @@ bool names_inbox(List* names) {
 }
 
 }  // namespace
+
+Node* triggering_statement(FunctionCallInfo fcinfo, const char* function) {
+    if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s is an event trigger function", function)));
+    return reinterpret_cast<EventTriggerData*>(fcinfo->context)->parsetree;
+}
 
 bool drops_inbox(Node* statement) {
     if (statement == nullptr || !IsA(statement, DropStmt)) return false;
