@@ -363,6 +363,24 @@ BEGIN
         WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
           AND m.consumer_id OPERATOR(pg_catalog.=) r.id
           AND m.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        -- What the marker kept (a payload's fingerprint, a result) follows a new time of the
+        -- same message, and goes with it otherwise: a later marker must not inherit it.
+        IF TG_OP = 'UPDATE' AND NEW.consumer OPERATOR(pg_catalog.=) OLD.consumer COLLATE pg_catalog."C"
+           AND NEW.message_id OPERATOR(pg_catalog.=) OLD.message_id COLLATE pg_catalog."C" THEN
+            UPDATE inbox.marker_details d
+            SET time_bucket = inbox.marker_time_bucket(NEW.processed_at),
+                time_offset = inbox.marker_time_offset(NEW.processed_at)
+            FROM inbox.consumer_registry r
+            WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
+              AND d.consumer_id OPERATOR(pg_catalog.=) r.id
+              AND d.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        ELSE
+            DELETE FROM inbox.marker_details d
+            USING inbox.consumer_registry r
+            WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
+              AND d.consumer_id OPERATOR(pg_catalog.=) r.id
+              AND d.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        END IF;
         IF TG_OP = 'DELETE' THEN
             RETURN OLD;
         END IF;

@@ -15,7 +15,6 @@ extern "C" {
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/tuplestore.h"
 }
 
@@ -30,6 +29,7 @@ extern "C" {
 #include "pg/arguments.hpp"
 #include "pg/palloc_elements.hpp"
 #include "pg/spi.hpp"
+#include "pg/subtransaction.hpp"
 
 namespace {
 
@@ -160,38 +160,15 @@ Batch read_messages(FunctionCallInfo fcinfo) {
     return batch;
 }
 
-// How one message's handler ended.
-struct HandlerEnd {
-    bool failed;
-    ErrorData* error;  // when failed
+// One message's handler, as the body of its subtransaction.
+struct HandlerCall {
+    Handler* handler;
+    const BatchMessage* message;
 };
 
-// Runs the handler in a subtransaction of its own: an error rolls back its work alone.
-HandlerEnd run_in_subtransaction(Handler* handler, const BatchMessage& message) {
-    MemoryContext caller_context = CurrentMemoryContext;
-    ResourceOwner caller_owner = CurrentResourceOwner;
-    HandlerEnd end = {false, nullptr};
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(caller_context);
-    PG_TRY();
-    {
-        run_handler(handler, message.payload, message.payload_is_null);
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(caller_context);
-        CurrentResourceOwner = caller_owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(caller_context);
-        end.failed = true;
-        end.error = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(caller_context);
-        CurrentResourceOwner = caller_owner;
-    }
-    PG_END_TRY();
-    return end;
+void call_handler(void* argument) {
+    const auto* call = static_cast<const HandlerCall*>(argument);
+    run_handler(call->handler, call->message->payload, call->message->payload_is_null);
 }
 
 struct BatchRow {
@@ -279,15 +256,17 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
         } else if (!message.inserted) {
             duplicates++;
         } else {
-            HandlerEnd end = run_in_subtransaction(handler, message);
-            if (!end.failed) {
+            // A subtransaction each: an error rolls back this message's work alone.
+            HandlerCall call = {handler, &message};
+            ErrorData* error = pg::run_in_subtransaction(call_handler, &call);
+            if (error == nullptr) {
                 row->outcome = Outcome::processed;
                 processed++;
             } else {
                 row->outcome = Outcome::failed;
-                row->sqlstate = end.error->sqlerrcode;
-                row->message = end.error->message;
-                fail_attempt_now(consumer.id, message.key.data(), message.key.length(), end.error);
+                row->sqlstate = error->sqlerrcode;
+                row->message = error->message;
+                fail_attempt_now(consumer.id, message.key.data(), message.key.length(), error);
                 pg::spi_connect();
                 withdraw_marker(consumer.id, &message.key);
                 SPI_finish();

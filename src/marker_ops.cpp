@@ -54,12 +54,15 @@ MarkerStatement read_details_statement = {
     .argtypes = {INT2OID, BYTEAOID},
     .plan = nullptr};
 
+// Details found for a marker just inserted outlived an earlier marker of the same message
+// (deleted by its owner through inbox.messages, say): they are replaced whole.
 MarkerStatement keep_fingerprint_statement = {
     .sql =
         "INSERT INTO inbox.marker_details "
         "(time_bucket, consumer_id, time_offset, message_key, fingerprint) "
         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer_id, message_key) "
-        "DO UPDATE SET fingerprint = EXCLUDED.fingerprint",
+        "DO UPDATE SET time_bucket = EXCLUDED.time_bucket, time_offset = EXCLUDED.time_offset, "
+        "fingerprint = EXCLUDED.fingerprint, result = NULL",
     .nargs = 5,
     .argtypes = {INT4OID, INT2OID, CHAROID, BYTEAOID, INT8OID},
     .plan = nullptr};
