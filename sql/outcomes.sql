@@ -171,6 +171,7 @@ SELECT consumer, applied, duplicates, payload_mismatches, poisoned FROM inbox.st
 WHERE consumer LIKE 'oc-%' ORDER BY consumer;
 
 -- Bad input: an error with a SQLSTATE, and nothing written.
+CREATE FUNCTION oc_strict(payload jsonb) RETURNS void LANGUAGE sql STRICT AS 'SELECT';
 SELECT count(*) AS markers_before FROM inbox.markers \gset
 SELECT statement, outcome(statement) FROM (VALUES
     ($$SELECT inbox.receive(NULL, 'm')$$),
@@ -189,6 +190,10 @@ SELECT statement, outcome(statement) FROM (VALUES
     ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": 5}]')$$),
     ($$SELECT inbox.apply_batch('oc-bad', 'upper(text)', '[{"id": "ok"}]')$$),
     ($$SELECT inbox.apply_batch('oc-bad', NULL, '[]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_strict(jsonb)', '[{"id": "ok", "payload": {}}, {"id": "no-payload"}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": "ok"}, {"id": ""}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', format('[{"id": "ok"}, {"id": "%s"}]', repeat('x', 129))::jsonb)$$),
+    ($$SELECT inbox.receive(repeat('c', 65), 'm')$$),
     ($$SELECT inbox.configure_consumer('oc-bad', '0 s')$$),
     ($$SELECT inbox.configure_consumer('oc-bad', NULL, 0)$$),
     ($$SELECT inbox.configure_consumer(NULL)$$)
@@ -197,7 +202,7 @@ SELECT count(*) - :markers_before AS markers_written FROM inbox.markers;
 
 -- Clean up: each file leaves the database as it found it.
 DROP TABLE oc_ledger;
-DROP FUNCTION oc_book(jsonb), oc_slow(jsonb), oc_nested(jsonb);
+DROP FUNCTION oc_book(jsonb), oc_slow(jsonb), oc_nested(jsonb), oc_strict(jsonb);
 SELECT count(*) AS failed_messages FROM (SELECT inbox.forget(consumer, message_id) FROM inbox.attempts WHERE consumer LIKE 'oc-%') f;
 DELETE FROM inbox.messages WHERE consumer LIKE 'oc-%';
 SELECT inbox.forget('oc-retry', m) FROM unnest(ARRAY['r-1', 'r-2', 'r-3']) m;

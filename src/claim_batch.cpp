@@ -113,7 +113,8 @@ Batch read_ids(FunctionCallInfo fcinfo) {
     for (int i = 0; i < count; i++) {
         if (nulls[i])
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                            errmsg("message_ids[%d] must not be NULL", i + 1)));
+                            errmsg("message_ids[%d] must not be NULL", i + 1),
+                            errhint("Every element of message_ids is a message id.")));
         prepare_message(&batch.messages[i], DatumGetTextPP(elements[i]));
         batch.messages[i].payload = 0;
         batch.messages[i].payload_is_null = true;
