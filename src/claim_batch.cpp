@@ -18,7 +18,7 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
-#include <cstdlib>
+#include <algorithm>
 
 #include "claim.hpp"
 #include "consumer_registry.hpp"
@@ -49,27 +49,24 @@ struct Batch {
     int count;
 };
 
-int compare_messages(const void* a, const void* b) {
-    const auto* left = *static_cast<BatchMessage* const*>(a);
-    const auto* right = *static_cast<BatchMessage* const*>(b);
-    int order = compare_stored_keys(&left->key, &right->key);
-    if (order != 0) return order;
-    return left < right ? -1 : left > right ? 1 : 0;  // the earlier message first
+// Key order; among messages with one id, the earlier one first.
+bool precedes(const BatchMessage* left, const BatchMessage* right) {
+    int order = compare_stored_keys(left->key, right->key);
+    return order != 0 ? order < 0 : left < right;
 }
 
 // Claims every distinct, not poisoned message of the batch in one statement, in key order.
 void claim_batch_messages(const Consumer& consumer, Batch* batch) {
     auto** sorted = pg::palloc_elements<BatchMessage*>(batch->count);
     for (int i = 0; i < batch->count; i++) sorted[i] = &batch->messages[i];
-    qsort(sorted, batch->count, sizeof(BatchMessage*),  // NOLINT(bugprone-sizeof-expression)
-          compare_messages);
+    std::sort(sorted, sorted + batch->count, precedes);  // pure C++: no PostgreSQL call inside
 
     auto** keys = pg::palloc_elements<StoredKey*>(batch->count);
     auto** claimed = pg::palloc_elements<BatchMessage*>(batch->count);
     int distinct = 0;
     for (int i = 0; i < batch->count; i++) {
         BatchMessage* message = sorted[i];
-        if (i > 0 && compare_stored_keys(&sorted[i - 1]->key, &message->key) == 0) {
+        if (i > 0 && compare_stored_keys(sorted[i - 1]->key, message->key) == 0) {
             message->first = sorted[i - 1]->first;
             continue;
         }
