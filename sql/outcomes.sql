@@ -207,3 +207,17 @@ SELECT count(*) AS failed_messages FROM (SELECT inbox.forget(consumer, message_i
 DELETE FROM inbox.messages WHERE consumer LIKE 'oc-%';
 SELECT inbox.forget('oc-retry', m) FROM unnest(ARRAY['r-1', 'r-2', 'r-3']) m;
 SELECT inbox.stats_reset();
+
+-- The outcome labels are kept by the backend from one statement to the next; the extension
+-- dropped and created again in the same session has labels of its own, and they are used.
+SELECT current_database() AS regress_database \gset
+CREATE DATABASE regress_inbox_outcomes;
+\c regress_inbox_outcomes
+CREATE EXTENSION inbox;
+SELECT outcome FROM inbox.receive('oc-again', 'm-1');
+DROP EXTENSION inbox;
+CREATE EXTENSION inbox;
+SELECT outcome FROM inbox.receive('oc-again', 'm-1');
+SELECT message_id, outcome FROM inbox.apply_batch('oc-again', 'pg_catalog.pg_backend_pid()', '[{"id": "m-1"}, {"id": "m-2"}]');
+\c :regress_database
+DROP DATABASE regress_inbox_outcomes;
