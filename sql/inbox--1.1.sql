@@ -561,7 +561,7 @@ AS 'MODULE_PATHNAME', 'inbox_apply_batch';
 COMMENT ON FUNCTION inbox.apply_batch(text, regprocedure, jsonb) IS
     'Claims and handles each {"id", "payload"} of a JSON array on its own: a failing handler is rolled back alone.';
 
-CREATE FUNCTION inbox.attempt_entries(OUT consumer_id smallint, OUT message_key bytea,
+CREATE FUNCTION inbox.attempt_entries(OUT consumer_id smallint, OUT message_id text,
                                       OUT failures integer, OUT last_sqlstate text,
                                       OUT last_message text, OUT last_failed_at timestamptz)
 RETURNS SETOF record
@@ -571,15 +571,7 @@ COMMENT ON FUNCTION inbox.attempt_entries() IS
     'The failed attempts kept for this database (shared memory; none without shared_preload_libraries).';
 
 CREATE VIEW inbox.attempts AS
-SELECT r.name AS consumer,
-       CASE WHEN pg_catalog.length(a.message_key) OPERATOR(pg_catalog.=) 16
-            THEN pg_catalog.encode(a.message_key, 'hex')::pg_catalog.uuid::pg_catalog.text
-            WHEN pg_catalog.length(a.message_key) OPERATOR(pg_catalog.=) 17
-             AND pg_catalog.get_byte(a.message_key, 16) OPERATOR(pg_catalog.=) 0
-            THEN pg_catalog.convert_from(pg_catalog.substr(a.message_key, 1, 16),
-                                         pg_catalog.getdatabaseencoding())
-            ELSE pg_catalog.convert_from(a.message_key, pg_catalog.getdatabaseencoding())
-       END COLLATE pg_catalog."C" AS message_id,
+SELECT r.name AS consumer, a.message_id COLLATE pg_catalog."C" AS message_id,
        a.failures, a.last_sqlstate, a.last_message, a.last_failed_at
 FROM inbox.attempt_entries() a
 JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) a.consumer_id;

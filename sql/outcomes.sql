@@ -131,6 +131,12 @@ SELECT inbox.claim('oc-retry', 'r-3');
 RELEASE SAVEPOINT t;
 ROLLBACK;
 SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
+-- inbox.attempts shows each id as it was claimed, whatever its stored form.
+BEGIN;
+SELECT count(inbox.claim('oc-ids', id)) AS claimed FROM (VALUES ('0b6c5e0e-3f9a-4c1d-9d7e-2a8f4b6c1e53'),
+    ('0B6C5E0E-3F9A-4C1D-9D7E-2A8F4B6C1E53'), ('abcdefghijklmnop'), ('é-1')) AS v(id);
+ROLLBACK;
+SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-ids' ORDER BY message_id;
 -- The cause is recorded for the message whose handler raised, even when the handler claimed
 -- another message before raising.
 CREATE FUNCTION oc_nested(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$

@@ -240,11 +240,13 @@ PGDLLEXPORT Datum inbox_attempt_entries(PG_FUNCTION_ARGS) {
     while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan))) {
         if (entry->key.database != MyDatabaseId) continue;
         const AttemptRecord& record = entry->record;
-        auto* key = static_cast<bytea*>(palloc(VARHDRSZ + entry->key.length));
-        SET_VARSIZE(key, VARHDRSZ + entry->key.length);
-        std::memcpy(VARDATA(key), entry->key.message_key, entry->key.length);
+        std::size_t id_length =
+            inbox::decoded_message_id_length(entry->key.message_key, entry->key.length);
+        auto* message_id = static_cast<text*>(palloc(VARHDRSZ + id_length));
+        SET_VARSIZE(message_id, VARHDRSZ + id_length);
+        inbox::decode_message_id(entry->key.message_key, entry->key.length, VARDATA(message_id));
         Datum values[6] = {Int16GetDatum(entry->key.consumer_id),
-                           PointerGetDatum(key),
+                           PointerGetDatum(message_id),
                            Int32GetDatum(record.failures),
                            CStringGetTextDatum(unpack_sql_state(record.sqlstate)),
                            CStringGetTextDatum(record.last_message),
