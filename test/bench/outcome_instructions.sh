@@ -4,15 +4,19 @@
 # timed, so that the machine's load does not enter into them.
 #   receive       per call of inbox.receive without a payload vs inbox.claim (new ids, then the
 #                 same ids again as duplicates): the functions themselves, everything they run;
+#   statement     per execution of a prepared statement calling receive (both ways of reading
+#                 its composite) or claim once, in a transaction of its own, as pgbench
+#                 -M prepared runs them: execution and commit (PortalRun and the transaction);
 #   claim_batch   per statement of 100 new ids vs the hand-written INSERT ... SELECT unnest(...)
 #                 ON CONFLICT DO NOTHING RETURNING and vs 100 inbox.claim calls in one
 #                 statement: the whole statement (parse, analysis, plan, execution and the
 #                 commit of its transaction; exec_simple_query itself is static, so these are
 #                 counted one by one).
-#   test/bench/outcome_instructions.sh [calls] [batches]
+#   test/bench/outcome_instructions.sh [calls] [batches] [executions]
 set -euo pipefail
 calls=${1:-20000}
 batches=${2:-200}
+executions=${3:-2000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
@@ -74,6 +78,20 @@ per_batch() {  # per_batch SIDE TEMPLATE: TEMPLATE with IDS replaced by each bat
     echo $((total / batches))
 }
 
+# $executions executions of a prepared statement taking a new id; instructions per execution.
+per_execution() {  # per_execution NAME STATEMENT ($1 in STATEMENT is the id)
+    local execution total
+    {
+        printf 'PREPARE measured(text) AS %s;\n\n' "$2"
+        for execution in $(seq "$executions"); do
+            printf "EXECUTE measured('%s-%d');\n\n" "$1" "$execution"
+        done
+    } >"$work/$1.sql"
+    total=$(single_user "$1" PortalRun StartTransactionCommand CommitTransactionCommand \
+        <"$work/$1.sql")
+    echo $((total / executions))
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # Both tables start with 200,000 rows of another consumer, so that what each comparison adds
@@ -94,3 +112,10 @@ printf 'receive  new id:    %8d instructions per call, claim %8d: receive / clai
     "$receive_new" "$claim_new" "$(ratio "$receive_new" "$claim_new")"
 printf 'receive  duplicate: %8d instructions per call, claim %8d: receive / claim %s\n' \
     "$receive_duplicate" "$claim_duplicate" "$(ratio "$receive_duplicate" "$claim_duplicate")"
+
+claim_statement=$(per_execution claim_statement 'SELECT inbox.claim($$c$$, $1)')
+receive_from=$(per_execution receive_from 'SELECT outcome FROM inbox.receive($$r$$, $1)')
+receive_field=$(per_execution receive_field 'SELECT (inbox.receive($$r$$, $1)).outcome')
+printf 'per prepared statement: claim %d, receive %d (FROM), %d (field): receive / claim %s, %s\n' \
+    "$claim_statement" "$receive_from" "$receive_field" \
+    "$(ratio "$receive_from" "$claim_statement")" "$(ratio "$receive_field" "$claim_statement")"
