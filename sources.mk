@@ -10,6 +10,7 @@ INBOX_SOURCES = \
 	src/message_key.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
+	src/worker_session.cpp \
 	src/consumer_registrar.cpp \
 	src/marker_forms.cpp \
 	src/marker_ops.cpp \
@@ -32,4 +33,5 @@ INBOX_SOURCES = \
 	src/purge_schedule.cpp \
 	src/purge_status.cpp \
 	src/purge_launcher.cpp \
-	src/purge_worker.cpp
+	src/purge_worker.cpp \
+	src/drop_guard.cpp

@@ -11,7 +11,8 @@
 -- argument types (inbox.claim(varchar, varchar) is an exact match for drivers that bind strings
 -- as varchar), or rename the schema later and put his own inbox.claim in its place. Refused: a
 -- schema owned by another role, CREATE on it granted to another role, or objects in it that are
--- not the extension's.
+-- not the extension's. The check itself names everything with its schema, down to each operator:
+-- an object in the schema it checks would otherwise run as the installer.
 DO $guard$
 DECLARE
     inbox_schema pg_catalog.oid;
@@ -26,9 +27,10 @@ BEGIN
         RAISE EXCEPTION 'schema "inbox" is owned by role "%", not by "%"',
             pg_catalog.pg_get_userbyid(schema_owner), current_user
         USING ERRCODE = 'insufficient_privilege',
-              HINT = 'Its owner could replace the extension''s functions. Drop the schema, or '
-                     'make it yours (ALTER SCHEMA inbox OWNER TO ' || current_user || ') after '
-                     'checking what it contains, then try again.';
+              HINT = pg_catalog.format('Its owner could replace the extension''s functions. Drop '
+                                       'the schema, or make it yours (ALTER SCHEMA inbox OWNER TO '
+                                       '%I) after checking what it contains, then try again.',
+                                       current_user);
     END IF;
 
     SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
@@ -192,9 +194,8 @@ ALTER TABLE inbox.markers ADD CONSTRAINT markers_pkey PRIMARY KEY (consumer_id, 
 CREATE INDEX markers_retention ON inbox.markers (consumer_id, time_bucket);
 
 -- The statistics read the new store and count the outcomes of 1.1: inbox.stats_counters() gains
--- columns, and the view appends them. The old function steps aside under another name until the
--- view no longer needs it; CREATE OR REPLACE keeps the view's grants, and the function's are
--- granted again.
+-- columns, and the view appends them. The old function steps aside under another name until its
+-- grants are copied (below); CREATE OR REPLACE keeps the view's grants.
 ALTER FUNCTION inbox.stats_counters() RENAME TO stats_counters_1_0;
 CREATE FUNCTION inbox.stats_counters(OUT consumer text, OUT applied bigint,
                                      OUT duplicates bigint, OUT last_duplicate_at timestamptz,
@@ -207,21 +208,6 @@ COMMENT ON FUNCTION inbox.stats_counters() IS
     'Claim counters of this database: one row per tracked consumer, then one with a NULL consumer '
     'for consumers beyond inbox.max_consumers. No rows without shared_preload_libraries.';
 REVOKE ALL ON FUNCTION inbox.stats_counters() FROM PUBLIC;
-DO $grants$
-DECLARE
-    g record;
-BEGIN
-    FOR g IN SELECT a.grantee, a.is_grantable
-             FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-             WHERE p.oid OPERATOR(pg_catalog.=) 'inbox.stats_counters_1_0()'::pg_catalog.regprocedure
-               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO %s%s',
-            CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
-            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-END
-$grants$;
 
 -- One row per consumer in the registry or with counters, and a row with a NULL consumer for the
 -- claims of consumers beyond inbox.max_consumers, when there are any. Every part is an index
@@ -261,7 +247,7 @@ sampled AS MATERIALIZED (
            pg_catalog.count(*) OPERATOR(pg_catalog.*) 100
                OPERATOR(pg_catalog./) (SELECT z.percent FROM sample_size z) AS markers
     FROM inbox.markers s
-         TABLESAMPLE SYSTEM ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
+         TABLESAMPLE pg_catalog.system ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
     GROUP BY s.consumer_id
 )
 SELECT c.consumer,
@@ -323,9 +309,7 @@ WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 
 COMMENT ON VIEW inbox.stats IS
     'Per consumer: committed claims, duplicates, their rate, markers retained and the oldest.';
 
-DROP FUNCTION inbox.stats_counters_1_0();
-
--- The table becomes a view; what was granted on the table is granted on the view.
+-- The table becomes a view; what was granted on the table is granted on the view (below).
 ALTER TABLE inbox.messages RENAME TO messages_1_0;
 
 -- Back from the stored forms: 16 bytes are a UUID, 17 ending in a 0 byte a 16-byte id, anything
@@ -424,21 +408,50 @@ COMMENT ON FUNCTION inbox.configure_consumer(text, interval, integer) IS
     'Sets a consumer''s own retention and failure limit (NULL: the defaults); registers it when new.';
 
 
+-- What was granted on 1.0's table and function goes to the view and the function that replace
+-- them. An extension script's grants count as the extension's own (pg_init_privs), which pg_dump
+-- leaves out of a dump: once these are made, the initial privileges are set back to those of a
+-- fresh installation, so that a dump keeps the users' grants.
+REVOKE ALL ON inbox.messages FROM PUBLIC;
 DO $grants$
 DECLARE
+    replaced record;
     g record;
+    initial pg_catalog.aclitem[];
 BEGIN
-    FOR g IN SELECT a.grantee, a.privilege_type, a.is_grantable
-             FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
-             WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.messages_1_0'::pg_catalog.regclass
-               AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
-        EXECUTE pg_catalog.format('GRANT %s ON inbox.messages TO %s%s', g.privilege_type,
-            CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
-            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    FOR replaced IN
+        SELECT 'pg_catalog.pg_class'::pg_catalog.regclass AS catalog,
+               'inbox.messages'::pg_catalog.regclass::pg_catalog.oid AS object,
+               'TABLE inbox.messages' AS target,
+               (SELECT c.relacl FROM pg_catalog.pg_class c
+                WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.messages_1_0'::pg_catalog.regclass) AS acl
+        UNION ALL
+        SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass,
+               'inbox.stats_counters()'::pg_catalog.regprocedure::pg_catalog.oid,
+               'FUNCTION inbox.stats_counters()',
+               (SELECT p.proacl FROM pg_catalog.pg_proc p
+                WHERE p.oid OPERATOR(pg_catalog.=) 'inbox.stats_counters_1_0()'::pg_catalog.regprocedure)
+    LOOP
+        SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
+        WHERE i.objoid OPERATOR(pg_catalog.=) replaced.object
+          AND i.classoid OPERATOR(pg_catalog.=) replaced.catalog
+          AND i.objsubid OPERATOR(pg_catalog.=) 0;
+        FOR g IN SELECT a.grantee, a.privilege_type, a.is_grantable
+                 FROM pg_catalog.aclexplode(replaced.acl) a
+                 WHERE a.grantee OPERATOR(pg_catalog.<>) a.grantor LOOP
+            EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s', g.privilege_type, replaced.target,
+                CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+                CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
+        WHERE i.objoid OPERATOR(pg_catalog.=) replaced.object
+          AND i.classoid OPERATOR(pg_catalog.=) replaced.catalog
+          AND i.objsubid OPERATOR(pg_catalog.=) 0;
     END LOOP;
 END
 $grants$;
+DROP FUNCTION inbox.stats_counters_1_0();
 -- Out of the extension first: that also takes it out of the tables pg_dump dumps.
 ALTER EXTENSION inbox DROP TABLE inbox.messages_1_0;
 DROP TABLE inbox.messages_1_0;
@@ -530,3 +543,63 @@ REVOKE ALL ON inbox.marker_details, inbox.attempts FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.receive(text, text, jsonb, boolean),
     inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
     inbox.apply_batch(text, regprocedure, jsonb), inbox.attempt_entries() FROM PUBLIC;
+
+-- =============================================================================================
+-- Dropping and re-creating the extension (README, "Dropping and re-creating the extension").
+-- =============================================================================================
+
+-- DROP EXTENSION inbox (or DROP SCHEMA inbox CASCADE) would delete every marker: refused while
+-- there are any, unless inbox.allow_drop_with_markers is on.
+CREATE FUNCTION inbox.guard_drop() RETURNS event_trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'inbox_guard_drop';
+COMMENT ON FUNCTION inbox.guard_drop() IS
+    'Refuses to drop the extension with its markers unless inbox.allow_drop_with_markers is on.';
+CREATE EVENT TRIGGER inbox_guard_drop ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA')
+    EXECUTE FUNCTION inbox.guard_drop();
+
+-- The privileges of a kind of role, on every object of this version that the kind uses: after
+-- CREATE EXTENSION (which starts with nothing granted) or an update that added functions.
+CREATE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    privileges text;
+BEGIN
+    IF grantee IS NULL OR access IS NULL THEN
+        RAISE EXCEPTION 'grantee and access must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT inbox.grant_access(''app'', ''consume'').';
+    END IF;
+    privileges := CASE access
+        WHEN 'consume' THEN
+            'EXECUTE ON FUNCTION inbox.claim(text, text), '
+            'inbox.apply(text, text, regprocedure, jsonb), '
+            'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
+            'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb)'
+        WHEN 'operate' THEN
+            'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
+            'inbox.configure_consumer(text, interval, integer)'
+        WHEN 'monitor' THEN
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+    END;
+    IF privileges IS NULL THEN
+        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+                     'operate: forget, purge, configure_consumer, stats_reset; monitor: the views.';
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    EXECUTE format('GRANT %s TO %s', privileges, grantee);
+    IF access = 'operate' THEN
+        EXECUTE format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+    ELSIF access = 'monitor' THEN
+        -- the functions the views call run with the caller's privileges
+        EXECUTE format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.worker_status(), '
+                       'inbox.attempt_entries() TO %s', grantee);
+    END IF;
+END $$;
+COMMENT ON FUNCTION inbox.grant_access(regrole, text) IS
+    'Grants a role what it needs to consume, operate or monitor: after CREATE EXTENSION or an update.';
+
+REVOKE ALL ON FUNCTION inbox.guard_drop(), inbox.grant_access(regrole, text) FROM PUBLIC;

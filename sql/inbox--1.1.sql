@@ -6,7 +6,8 @@
 -- argument types (inbox.claim(varchar, varchar) is an exact match for drivers that bind strings
 -- as varchar), or rename the schema later and put his own inbox.claim in its place. Refused: a
 -- schema owned by another role, CREATE on it granted to another role, or objects in it that are
--- not the extension's.
+-- not the extension's. The check itself names everything with its schema, down to each operator:
+-- an object in the schema it checks would otherwise run as the installer.
 DO $guard$
 DECLARE
     inbox_schema pg_catalog.oid;
@@ -21,9 +22,10 @@ BEGIN
         RAISE EXCEPTION 'schema "inbox" is owned by role "%", not by "%"',
             pg_catalog.pg_get_userbyid(schema_owner), current_user
         USING ERRCODE = 'insufficient_privilege',
-              HINT = 'Its owner could replace the extension''s functions. Drop the schema, or '
-                     'make it yours (ALTER SCHEMA inbox OWNER TO ' || current_user || ') after '
-                     'checking what it contains, then try again.';
+              HINT = pg_catalog.format('Its owner could replace the extension''s functions. Drop '
+                                       'the schema, or make it yours (ALTER SCHEMA inbox OWNER TO '
+                                       '%I) after checking what it contains, then try again.',
+                                       current_user);
     END IF;
 
     SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
@@ -366,7 +368,7 @@ sampled AS MATERIALIZED (
            pg_catalog.count(*) OPERATOR(pg_catalog.*) 100
                OPERATOR(pg_catalog./) (SELECT z.percent FROM sample_size z) AS markers
     FROM inbox.markers s
-         TABLESAMPLE SYSTEM ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
+         TABLESAMPLE pg_catalog.system ((SELECT z.percent FROM sample_size z)) REPEATABLE (0)
     GROUP BY s.consumer_id
 )
 SELECT c.consumer,
@@ -582,3 +584,63 @@ REVOKE ALL ON inbox.marker_details, inbox.attempts FROM PUBLIC;
 REVOKE ALL ON FUNCTION inbox.receive(text, text, jsonb, boolean),
     inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
     inbox.apply_batch(text, regprocedure, jsonb), inbox.attempt_entries() FROM PUBLIC;
+
+-- =============================================================================================
+-- Dropping and re-creating the extension (README, "Dropping and re-creating the extension").
+-- =============================================================================================
+
+-- DROP EXTENSION inbox (or DROP SCHEMA inbox CASCADE) would delete every marker: refused while
+-- there are any, unless inbox.allow_drop_with_markers is on.
+CREATE FUNCTION inbox.guard_drop() RETURNS event_trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'inbox_guard_drop';
+COMMENT ON FUNCTION inbox.guard_drop() IS
+    'Refuses to drop the extension with its markers unless inbox.allow_drop_with_markers is on.';
+CREATE EVENT TRIGGER inbox_guard_drop ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA')
+    EXECUTE FUNCTION inbox.guard_drop();
+
+-- The privileges of a kind of role, on every object of this version that the kind uses: after
+-- CREATE EXTENSION (which starts with nothing granted) or an update that added functions.
+CREATE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    privileges text;
+BEGIN
+    IF grantee IS NULL OR access IS NULL THEN
+        RAISE EXCEPTION 'grantee and access must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT inbox.grant_access(''app'', ''consume'').';
+    END IF;
+    privileges := CASE access
+        WHEN 'consume' THEN
+            'EXECUTE ON FUNCTION inbox.claim(text, text), '
+            'inbox.apply(text, text, regprocedure, jsonb), '
+            'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
+            'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb)'
+        WHEN 'operate' THEN
+            'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
+            'inbox.configure_consumer(text, interval, integer)'
+        WHEN 'monitor' THEN
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+    END;
+    IF privileges IS NULL THEN
+        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+                     'operate: forget, purge, configure_consumer, stats_reset; monitor: the views.';
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    EXECUTE format('GRANT %s TO %s', privileges, grantee);
+    IF access = 'operate' THEN
+        EXECUTE format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+    ELSIF access = 'monitor' THEN
+        -- the functions the views call run with the caller's privileges
+        EXECUTE format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.worker_status(), '
+                       'inbox.attempt_entries() TO %s', grantee);
+    END IF;
+END $$;
+COMMENT ON FUNCTION inbox.grant_access(regrole, text) IS
+    'Grants a role what it needs to consume, operate or monitor: after CREATE EXTENSION or an update.';
+
+REVOKE ALL ON FUNCTION inbox.guard_drop(), inbox.grant_access(regrole, text) FROM PUBLIC;

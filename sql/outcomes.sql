@@ -221,6 +221,7 @@ CREATE DATABASE regress_inbox_outcomes;
 \c regress_inbox_outcomes
 CREATE EXTENSION inbox;
 SELECT outcome FROM inbox.receive('oc-again', 'm-1');
+SET inbox.allow_drop_with_markers = on;
 DROP EXTENSION inbox;
 CREATE EXTENSION inbox;
 SELECT outcome FROM inbox.receive('oc-again', 'm-1');

@@ -70,6 +70,53 @@ WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0;
 SELECT count(*) AS security_definer_functions FROM pg_proc
 WHERE pronamespace = 'inbox'::regnamespace AND prosecdef;
 
+-- Each kind of role needs no more than the grants README, "Privileges", lists for it.
+CREATE ROLE regress_readme_app;
+CREATE ROLE regress_readme_ops;
+CREATE ROLE regress_readme_monitoring;
+GRANT USAGE ON SCHEMA inbox TO regress_readme_app, regress_readme_ops, regress_readme_monitoring;
+GRANT EXECUTE ON FUNCTION inbox.claim(text, text),
+                          inbox.apply(text, text, regprocedure, jsonb),
+                          inbox.receive(text, text, jsonb, boolean),
+                          inbox.complete(text, text, jsonb),
+                          inbox.claim_batch(text, text[]),
+                          inbox.apply_batch(text, regprocedure, jsonb) TO regress_readme_app;
+GRANT EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(),
+                          inbox.configure_consumer(text, interval, integer) TO regress_readme_ops;
+GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO regress_readme_ops;
+GRANT SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts TO regress_readme_monitoring;
+GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.worker_status(),
+                          inbox.attempt_entries() TO regress_readme_monitoring;
+CREATE FUNCTION roles_handler(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+REVOKE EXECUTE ON FUNCTION roles_handler(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION roles_handler(jsonb) TO regress_readme_app;
+SET ROLE regress_readme_app;
+SELECT inbox.claim('roles', 'r-1') AS claimed,
+       inbox.apply('roles', 'r-2', 'roles_handler(jsonb)', '{}') AS applied,
+       (inbox.receive('roles', 'r-3', '{}')).outcome AS received;
+SELECT inbox.complete('roles', 'r-3', '{"status": 200}') AS completed;
+SELECT id AS claimed FROM inbox.claim_batch('roles', ARRAY['r-4']) id;
+SELECT message_id, outcome FROM inbox.apply_batch('roles', 'roles_handler(jsonb)', '[{"id": "r-5"}]');
+RESET ROLE;
+SET ROLE regress_readme_ops;
+SELECT inbox.forget('roles', 'r-1') AS forgotten,
+       inbox.configure_consumer('roles', '1 day', 3) AS configured;
+CALL inbox.purge();
+RESET ROLE;
+SET ROLE regress_readme_monitoring;
+SELECT (SELECT count(*) FROM inbox.stats WHERE consumer = 'roles') AS stats,
+       (SELECT count(*) FROM inbox.consumers WHERE consumer = 'roles') AS consumers,
+       (SELECT count(*) FROM inbox.attempts WHERE consumer = 'roles') AS attempts,
+       (SELECT count(*) >= 0 FROM inbox.workers) AS workers;
+RESET ROLE;
+SET ROLE regress_readme_ops;
+SELECT inbox.stats_reset() AS reset, inbox.configure_consumer('roles') AS defaults,
+       inbox.forget('roles', 'r-3') AS forgotten;
+RESET ROLE;
+DROP FUNCTION roles_handler(jsonb);
+DROP OWNED BY regress_readme_app, regress_readme_ops, regress_readme_monitoring;
+DROP ROLE regress_readme_app, regress_readme_ops, regress_readme_monitoring;
+
 -- Every name inside the functions is schema-qualified: a hostile search_path in a fresh session
 -- (where the statements are prepared for the first time) changes nothing.
 CREATE SCHEMA evil;

@@ -223,7 +223,8 @@ PG_FUNCTION_INFO_V1(inbox_apply_batch);
 PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
     text* consumer_name = require_consumer_key(fcinfo, 0);
     pg::require_argument(fcinfo, 1, "fn");
-    Handler* handler = handler_for_call_site(fcinfo, PG_GETARG_OID(1));
+    Oid fn = PG_GETARG_OID(1);
+    Handler* handler = handler_for_call_site(fcinfo, fn);
     Batch batch = read_messages(fcinfo);
     for (int i = 0; i < batch.count; i++)
         require_runnable(handler, batch.messages[i].payload_is_null);
@@ -254,6 +255,10 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
         } else if (!message.inserted) {
             duplicates++;
         } else {
+            // A handler may drop or replace itself, revoke its own EXECUTE or switch roles: each
+            // message is handled as a call of apply would be, by the function as it is now.
+            handler = handler_for_call_site(fcinfo, fn);
+            require_runnable(handler, message.payload_is_null);
             // A subtransaction each: an error rolls back this message's work alone.
             HandlerCall call = {handler, &message};
             ErrorData* error = pg::run_in_subtransaction(call_handler, &call);

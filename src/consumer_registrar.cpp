@@ -20,7 +20,7 @@ extern "C" {
 #include "consumer_registry.hpp"
 #include "marker_table.hpp"
 #include "message_key.hpp"
-#include "purge_worker.hpp"
+#include "worker_session.hpp"
 
 namespace {
 
@@ -31,13 +31,13 @@ struct Registration {
     Oid database;
     char consumer[inbox::max_consumer_bytes + 1];
     bool registered;
-    int16 id;
+    Consumer found;
     char error[256];
 };
 
 }  // namespace
 
-bool register_in_own_transaction(text* consumer, int16* id) {
+bool register_in_own_transaction(text* consumer, Consumer* found) {
     // A worker inserting into the registry would wait for a lock this transaction holds.
     Relation registry = RelationIdGetRelation(marker_store()->registry);
     bool locked = RelationIsValid(registry) && CheckRelationLockedByMe(registry, ShareLock, true);
@@ -68,7 +68,7 @@ bool register_in_own_transaction(text* consumer, int16* id) {
     if (WaitForBackgroundWorkerShutdown(handle) == BGWH_POSTMASTER_DIED)
         ereport(FATAL, (errcode(ERRCODE_ADMIN_SHUTDOWN), errmsg("the postmaster died")));
     bool registered = registration->registered;
-    *id = registration->id;
+    *found = registration->found;
     if (!registered)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("consumer \"%s\" could not be registered", registration->consumer),
@@ -80,18 +80,19 @@ bool register_in_own_transaction(text* consumer, int16* id) {
 }
 
 void inbox_registrar_main(Datum segment_handle) {
-    take_purge_process_signals();
+    take_worker_signals();
     dsm_segment* segment = dsm_attach(DatumGetUInt32(segment_handle));
     if (segment == nullptr) proc_exit(1);  // the claim gave up waiting
     auto* registration = static_cast<Registration*>(dsm_segment_address(segment));
     BackgroundWorkerInitializeConnectionByOid(registration->database, InvalidOid, 0);
+    pin_worker_settings();
     pgstat_report_appname(registrar_type);
 
     PG_TRY();
     {
         StartTransactionCommand();
         PushActiveSnapshot(GetTransactionSnapshot());
-        registration->id = register_consumer_now(cstring_to_text(registration->consumer));
+        registration->found = register_consumer_now(cstring_to_text(registration->consumer));
         PopActiveSnapshot();
         CommitTransactionCommand();
         registration->registered = true;

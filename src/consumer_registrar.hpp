@@ -9,11 +9,14 @@ extern "C" {
 #include "fmgr.h"
 }
 
-// Registers `consumer` (a validated key) in a worker's transaction and returns its id; false
-// when no worker could be started (max_worker_processes), or when this transaction holds a
-// lock on the registry that the worker would wait for: the caller registers it in its own
+#include "consumer_registry.hpp"
+
+// Registers `consumer` (a validated key) in a worker's transaction, or finds it registered since
+// this transaction's snapshot, and returns it as the registry holds it (its id and settings);
+// false when no worker could be started (max_worker_processes), or when this transaction holds
+// a lock on the registry that the worker would wait for: the caller registers it in its own
 // transaction then. An error when the worker could not register it.
-bool register_in_own_transaction(text* consumer, int16* id);
+bool register_in_own_transaction(text* consumer, Consumer* found);
 
 extern "C" {
 PGDLLEXPORT void inbox_registrar_main(Datum segment);

@@ -114,13 +114,13 @@ bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool*
 
 }  // namespace
 
-int16 register_consumer_now(text* consumer) {
-    Consumer found = {0, 0};
+Consumer register_consumer_now(text* consumer) {
+    Consumer found = {.id = 0, .max_attempts = 0};
     bool committed = false;
     pg::spi_connect();
     registry_consumer(consumer, true, &found, &committed);
     SPI_finish();
-    return found.id;
+    return found;
 }
 
 bool find_consumer(text* consumer, bool register_new, Consumer* found) {
@@ -138,10 +138,9 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     bool committed = false;
     if (!registry_consumer(consumer, false, found, &committed)) {
         if (!register_new) return false;
-        // Registered and committed elsewhere; not read back (this transaction's snapshot may
-        // not see it), so its id is known and its limit is the default of a new consumer: none.
-        committed = register_in_own_transaction(consumer, &found->id);
-        found->max_attempts = 0;
+        // Registered, or found registered since this transaction's snapshot, by a transaction
+        // of its own, whose answer carries the settings the registry holds.
+        committed = register_in_own_transaction(consumer, found);
         if (!committed) registry_consumer(consumer, true, found, &committed);
     }
     if (committed) {
@@ -179,7 +178,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_consumer_id);
 PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
     require_compact_store();
-    PG_RETURN_INT16(register_consumer_now(PG_GETARG_TEXT_PP(0)));
+    PG_RETURN_INT16(register_consumer_now(PG_GETARG_TEXT_PP(0)).id);
 }
 
 PG_FUNCTION_INFO_V1(inbox_configure_consumer);
@@ -203,7 +202,7 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     require_compact_store();
 
     pg::spi_connect();
-    Consumer configured = {0, 0};
+    Consumer configured = {.id = 0, .max_attempts = 0};
     find_consumer(consumer, true, &configured);
     values[0] = Int16GetDatum(configured.id);
     execute_as_store_owner(&configure, values, nulls);

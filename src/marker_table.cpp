@@ -14,7 +14,10 @@ extern "C" {
 
 namespace {
 
-MarkerStore cached_store = {MarkerLayout::compact, InvalidOid, InvalidOid, InvalidOid};
+MarkerStore cached_store = {.layout = MarkerLayout::compact,
+                            .markers = InvalidOid,
+                            .registry = InvalidOid,
+                            .owner = InvalidOid};
 bool store_cached = false;
 bool invalidation_registered = false;
 
@@ -42,14 +45,19 @@ const MarkerStore* marker_store() {
         CacheRegisterRelcacheCallback(forget_store, (Datum)0);
         invalidation_registered = true;
     }
-    MarkerStore store = {MarkerLayout::compact, find_table("markers", NoLock),
-                         find_table("consumer_registry", NoLock), InvalidOid};
+    MarkerStore store = {.layout = MarkerLayout::compact,
+                         .markers = find_table("markers", NoLock),
+                         .registry = find_table("consumer_registry", NoLock),
+                         .owner = InvalidOid};
     if (!OidIsValid(store.markers)) {
         // 1.0's inbox.messages is a table; 1.1's is a view.
         Oid messages = find_table("messages", NoLock);
         if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW)
             report_missing_store();
-        store = {MarkerLayout::version_1_0, messages, InvalidOid, InvalidOid};
+        store = {.layout = MarkerLayout::version_1_0,
+                 .markers = messages,
+                 .registry = InvalidOid,
+                 .owner = InvalidOid};
     } else if (!OidIsValid(store.registry)) {
         report_missing_store();
     }

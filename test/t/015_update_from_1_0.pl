@@ -114,6 +114,11 @@ $node->command_ok(['pg_restore', '--exit-on-error', '--dbname', $node->connstr('
 is( $node->safe_psql('restored', q{
 		SELECT count(*) FILTER (WHERE inbox.claim(consumer, message_id)) FROM before}),
 	'0', 'after the restore every old message is still a duplicate');
+is( $node->safe_psql('restored', q{
+		SELECT has_table_privilege('monitoring', 'inbox.messages', 'SELECT'),
+		       has_function_privilege('monitoring', 'inbox.stats_counters()', 'EXECUTE'),
+		       has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')}),
+	't|t|t', 'and the grants of 1.0 that the update carried over are restored too');
 is($node->safe_psql('restored', q{SELECT inbox.claim('newcomer', 'n-1'), inbox.claim('billing', 'n-1')}),
 	't|t', 'and a new consumer registers after the restored ones');
 
