@@ -6,15 +6,12 @@
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/tuplestore.h"
 }
 

@@ -5,12 +5,10 @@ extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 }
