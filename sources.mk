@@ -6,6 +6,7 @@ INBOX_SOURCES = \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
 	src/pg/state_file.cpp \
+	src/pg/subtransaction.cpp \
 	src/message_key.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
@@ -16,6 +17,7 @@ INBOX_SOURCES = \
 	src/handler.cpp \
 	src/claim.cpp \
 	src/outcome.cpp \
+	src/payload_fingerprint.cpp \
 	src/receive.cpp \
 	src/claim_batch.cpp \
 	src/stats_table.cpp \
