@@ -6,6 +6,7 @@ INBOX_SOURCES = \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
 	src/pg/state_file.cpp \
+	src/pg/subtransaction.cpp \
 	src/message_key.cpp \
 	src/distribution.cpp \
 	src/citus_drop.cpp \
@@ -18,6 +19,7 @@ INBOX_SOURCES = \
 	src/handler.cpp \
 	src/claim.cpp \
 	src/outcome.cpp \
+	src/payload_fingerprint.cpp \
 	src/receive.cpp \
 	src/claim_batch.cpp \
 	src/stats_table.cpp \

@@ -213,6 +213,24 @@ BEGIN
         WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
           AND m.consumer_id OPERATOR(pg_catalog.=) r.id
           AND m.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        -- What the marker kept (a payload's fingerprint, a result) follows a new time of the
+        -- same message, and goes with it otherwise: a later marker must not inherit it.
+        IF TG_OP = 'UPDATE' AND NEW.consumer OPERATOR(pg_catalog.=) OLD.consumer COLLATE pg_catalog."C"
+           AND NEW.message_id OPERATOR(pg_catalog.=) OLD.message_id COLLATE pg_catalog."C" THEN
+            UPDATE inbox.marker_details d
+            SET time_bucket = inbox.marker_time_bucket(NEW.processed_at),
+                time_offset = inbox.marker_time_offset(NEW.processed_at)
+            FROM inbox.consumer_registry r
+            WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
+              AND d.consumer_id OPERATOR(pg_catalog.=) r.id
+              AND d.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        ELSE
+            DELETE FROM inbox.marker_details d
+            USING inbox.consumer_registry r
+            WHERE r.name OPERATOR(pg_catalog.=) OLD.consumer
+              AND d.consumer_id OPERATOR(pg_catalog.=) r.id
+              AND d.message_key OPERATOR(pg_catalog.=) inbox.message_key(OLD.message_id);
+        END IF;
         IF TG_OP = 'DELETE' THEN
             RETURN OLD;
         END IF;
@@ -523,7 +541,7 @@ AS 'MODULE_PATHNAME', 'inbox_apply_batch';
 COMMENT ON FUNCTION inbox.apply_batch(text, regprocedure, jsonb) IS
     'Claims and handles each {"id", "payload"} of a JSON array on its own: a failing handler is rolled back alone.';
 
-CREATE FUNCTION inbox.attempt_entries(OUT consumer_id smallint, OUT message_key bytea,
+CREATE FUNCTION inbox.attempt_entries(OUT consumer_id smallint, OUT message_id text,
                                       OUT failures integer, OUT last_sqlstate text,
                                       OUT last_message text, OUT last_failed_at timestamptz)
 RETURNS SETOF record
@@ -533,15 +551,7 @@ COMMENT ON FUNCTION inbox.attempt_entries() IS
     'The failed attempts kept for this database (shared memory; none without shared_preload_libraries).';
 
 CREATE VIEW inbox.attempts AS
-SELECT r.name AS consumer,
-       CASE WHEN pg_catalog.length(a.message_key) OPERATOR(pg_catalog.=) 16
-            THEN pg_catalog.encode(a.message_key, 'hex')::pg_catalog.uuid::pg_catalog.text
-            WHEN pg_catalog.length(a.message_key) OPERATOR(pg_catalog.=) 17
-             AND pg_catalog.get_byte(a.message_key, 16) OPERATOR(pg_catalog.=) 0
-            THEN pg_catalog.convert_from(pg_catalog.substr(a.message_key, 1, 16),
-                                         pg_catalog.getdatabaseencoding())
-            ELSE pg_catalog.convert_from(a.message_key, pg_catalog.getdatabaseencoding())
-       END COLLATE pg_catalog."C" AS message_id,
+SELECT r.name AS consumer, a.message_id COLLATE pg_catalog."C" AS message_id,
        a.failures, a.last_sqlstate, a.last_message, a.last_failed_at
 FROM inbox.attempt_entries() a
 JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) a.consumer_id;

@@ -37,6 +37,25 @@ SELECT inbox.forget('app', 'x');
 RESET ROLE;
 SELECT count(*) AS markers_for_z FROM inbox.messages WHERE message_id = 'z';
 
+-- The outcomes too: each function needs its own grant; apply_batch checks its handler like
+-- apply; the failed attempts and what markers keep are not readable without a grant.
+SET ROLE regress_inbox_app;
+SELECT outcome FROM inbox.receive('app', 'r-1');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION inbox.receive(text, text, jsonb, boolean),
+                          inbox.apply_batch(text, regprocedure, jsonb) TO regress_inbox_app;
+SET ROLE regress_inbox_app;
+SELECT outcome FROM inbox.receive('app', 'r-1', '{"entry": "e-2"}');
+SELECT * FROM inbox.apply_batch('app', 'record_entry(jsonb)', '[{"id": "b-1", "payload": {"entry": "e-3"}}]');
+SELECT * FROM inbox.apply_batch('app', 'privileged_handler(jsonb)', '[{"id": "b-2", "payload": {}}]');
+SELECT inbox.complete('app', 'r-1', '{}');
+SELECT * FROM inbox.claim_batch('app', ARRAY['b-3']);
+SELECT count(*) FROM inbox.attempts;
+SELECT count(*) FROM inbox.marker_details;
+RESET ROLE;
+SELECT entry, written_by FROM ledger ORDER BY entry;
+SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
+
 -- No PUBLIC grant on any object of the extension, and no SECURITY DEFINER function.
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
