@@ -8,6 +8,8 @@ INBOX_SOURCES = \
 	src/pg/state_file.cpp \
 	src/pg/subtransaction.cpp \
 	src/message_key.cpp \
+	src/distribution.cpp \
+	src/citus_drop.cpp \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
 	src/worker_session.cpp \
@@ -23,7 +25,9 @@ INBOX_SOURCES = \
 	src/stats_table.cpp \
 	src/pending_claims.cpp \
 	src/attempts_table.cpp \
+	src/citus_counters.cpp \
 	src/stats_functions.cpp \
+	src/marker_counts.cpp \
 	src/upsert_statement.cpp \
 	src/upsert_table.cpp \
 	src/upsert_parameters.cpp \
@@ -34,4 +38,5 @@ INBOX_SOURCES = \
 	src/purge_status.cpp \
 	src/purge_launcher.cpp \
 	src/purge_worker.cpp \
+	src/drop_statement.cpp \
 	src/drop_guard.cpp

@@ -154,12 +154,16 @@ namespace {
 
 // One statement for a whole batch. The function scan of the array feeds the insert directly,
 // so the rows are inserted, and their keys locked, in the array's order (no sort, no join can
-// come between; test/isolation/specs/batches.spec deadlocks if they are not).
+// come between; test/isolation/specs/batches.spec deadlocks if they are not). The insert is read
+// back through a CTE: Citus counts the rows an INSERT ... SELECT ... RETURNING tried, not those
+// it returned, and SPI refuses the difference.
 MarkerStatement insert_batch_statement = {
     .sql =
-        "INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key) "
+        "WITH inserted AS (INSERT INTO inbox.markers "
+        "(time_bucket, consumer_id, time_offset, message_key) "
         "SELECT $1, $2, $3, u.key FROM pg_catalog.unnest($4) AS u(key) "
-        "ON CONFLICT (consumer_id, message_key) DO NOTHING RETURNING message_key",
+        "ON CONFLICT (consumer_id, message_key) DO NOTHING RETURNING message_key) "
+        "SELECT i.message_key FROM inserted i",
     .nargs = 4,
     .argtypes = {INT4OID, INT2OID, CHAROID, BYTEAARRAYOID},
     .plan = nullptr};

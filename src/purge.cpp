@@ -79,26 +79,26 @@ MarkerStatement next_registered_consumer = {
 
 // Up to $4 of consumer $1's expired markers: those whose second is before ($2, $3), the
 // (bucket, offset) of the cutoff. Found through the retention index, deleted by their tuple ids;
-// the condition is checked again on the row that is deleted.
+// the condition is checked again on the row that is deleted. A store that Citus distributes
+// deletes them by key instead: tuple ids mean nothing beyond their shard, so the keys are found
+// on every shard (through the coordinator) and deleted by primary key.
 #define EXPIRED_MARKER                                                                  \
     "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.<=) $2 " \
     "AND (time_bucket OPERATOR(pg_catalog.<) $2 OR time_offset OPERATOR(pg_catalog.<) $3)"
-MarkerStatement delete_expired_markers = {
-    .sql =
-        "DELETE FROM inbox.markers WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT ctid FROM inbox.markers WHERE " EXPIRED_MARKER " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
+#define DELETE_EXPIRED(table, found_by)                                               \
+    {                                                                                 \
+        .sql = "DELETE FROM " table " WHERE " found_by                                \
+               " OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT " found_by " FROM " table   \
+               " WHERE " EXPIRED_MARKER " LIMIT $4)) AND " EXPIRED_MARKER,            \
+        .nargs = 4, .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID}, .plan = nullptr \
+    }
+MarkerStatement delete_expired_markers = DELETE_EXPIRED("inbox.markers", "ctid");
+MarkerStatement delete_expired_distributed_markers = DELETE_EXPIRED("inbox.markers", "message_key");
 // What the expired markers kept beside them (fingerprints, results), which carries their time.
-MarkerStatement delete_expired_details = {
-    .sql =
-        "DELETE FROM inbox.marker_details WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT ctid FROM inbox.marker_details WHERE " EXPIRED_MARKER
-        " LIMIT $4)) AND " EXPIRED_MARKER,
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
+MarkerStatement delete_expired_details = DELETE_EXPIRED("inbox.marker_details", "ctid");
+MarkerStatement delete_expired_distributed_details =
+    DELETE_EXPIRED("inbox.marker_details", "message_key");
+#undef DELETE_EXPIRED
 #undef EXPIRED_MARKER
 
 // ---- a database still at 1.0: consumers by name, one retention ------------------------------
@@ -193,9 +193,12 @@ int64 delete_expired(const ConsumerCursor* cursor, int64 limit, bool* more) {
     inbox::MarkerTime first_kept = inbox::first_kept(cursor->cutoff);
     Datum values[4] = {Int16GetDatum(cursor->consumer_id), Int32GetDatum(first_kept.bucket),
                        CharGetDatum(static_cast<char>(first_kept.offset)), Int64GetDatum(limit)};
-    execute_as_store_owner(&delete_expired_markers, values);
+    bool distributed = marker_store()->distribution != StoreDistribution::local;
+    execute_as_store_owner(
+        distributed ? &delete_expired_distributed_markers : &delete_expired_markers, values);
     auto markers = static_cast<int64>(SPI_processed);
-    execute_as_store_owner(&delete_expired_details, values);
+    execute_as_store_owner(
+        distributed ? &delete_expired_distributed_details : &delete_expired_details, values);
     *more = markers == limit || static_cast<int64>(SPI_processed) == limit;
     return markers;
 }
@@ -293,6 +296,10 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
     return progress;
 }
 
+bool purges_here() {
+    return marker_store()->distribution != StoreDistribution::citus_worker_node;
+}
+
 const char* purge_outcome_name(PurgeOutcome outcome) {
     switch (outcome) {
         case PurgeOutcome::finished:
@@ -364,6 +371,11 @@ extern "C" {
 // CALL inbox.purge(): the INOUT argument carries the number of markers deleted back.
 PG_FUNCTION_INFO_V1(inbox_purge);
 PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
+    if (!purges_here())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the markers of this database are distributed with Citus and "
+                               "purged by its coordinator"),
+                        errhint("CALL inbox.purge() on the coordinator.")));
     bool nonatomic = called_nonatomic(fcinfo);
     warn_about_role_retention();
     TimestampTz start = GetCurrentTimestamp();

@@ -47,3 +47,7 @@ const char* purge_outcome_name(PurgeOutcome outcome);
 // ("inbox purge worker", a pg_cron job), `start` when it began.
 void log_purge(const char* purger, const char* database, const PurgeProgress& progress,
                TimestampTz start);
+
+// Whether this node purges the markers of its database: always, except on a worker node of a
+// Citus cluster that distributes them, whose coordinator runs the one purge of the cluster.
+bool purges_here();

@@ -20,6 +20,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -111,8 +112,13 @@ void serve_database() {
     bool installed = OidIsValid(get_extension_oid("inbox", true));
     bool standby = RecoveryInProgress();
     strlcpy(served_database_name, get_database_name(served_database), NAMEDATALEN);
+    // A Citus worker node leaves the distributed markers to the coordinator's purge, and so
+    // serves no database of its own here.
+    PushActiveSnapshot(GetTransactionSnapshot());
+    bool served_here = installed && purges_here();
+    PopActiveSnapshot();
     CommitTransactionCommand();
-    if (!installed) {
+    if (!served_here) {
         forget_worker(served_database);
         return;
     }
@@ -137,10 +143,14 @@ void inbox_purge_worker_main(Datum database) {
     { serve_database(); }
     PG_CATCH();
     {
+        // Reported first, and recorded as reported: the log hooks of other libraries may name
+        // the error better (Citus turns the cancel of a distributed deadlock into one).
         MemoryContextSwitchTo(TopMemoryContext);
+        EmitErrorReport();
         ErrorData* error = CopyErrorData();
         worker_failed(served_database, error->message);
-        PG_RE_THROW();
+        FlushErrorState();
+        proc_exit(1);
     }
     PG_END_TRY();
     proc_exit(0);
