@@ -11,7 +11,10 @@ DATA = sql/inbox--1.0.sql sql/inbox--1.1.sql sql/inbox--1.0--1.1.sql
 # and isolation tests start temporary instances that preload the library, the TAP tests start
 # their own nodes). One suite alone: `make installcheck ISOLATION= TAP_TESTS=` (regress),
 # `REGRESS= TAP_TESTS=` (isolation), `REGRESS= ISOLATION=` (TAP); one file: `REGRESS=purge`.
-REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge hostile_search_path schema_guard outcomes
+REGRESS = claim apply forget bad_input privileges upsert_versioned insert_once stats purge hostile_search_path layout_1_0 schema_guard outcomes handler_name drop_extension
+# The test databases are UTF8 with the C locale, whatever the caller's environment says.
+ENCODING = UTF8
+NO_LOCALE = 1
 TEMP_INSTANCE_CONF = $(srcdir)/test/regress/postgresql.conf
 REGRESS_OPTS = --temp-instance=./tmp_check_regress --temp-config=$(TEMP_INSTANCE_CONF) \
 	--load-extension=inbox
@@ -28,7 +31,8 @@ PG_CONFIG ?= pg_config
 
 all:
 
-# C++17, warnings as errors in our own code; PostgreSQL headers are made -isystem below.
+# C++20 (for named initialisers), warnings as errors in our own code; PostgreSQL headers are made
+# -isystem below.
 PG_CXXFLAGS = -std=c++20 -Wno-register -Wextra -Werror -fno-omit-frame-pointer -MMD -MP
 SHLIB_LINK = -lstdc++
 

@@ -39,32 +39,53 @@ SELECT outcome($$SELECT inbox.apply('c', 'm', 'handler_procedure(jsonb)')$$);
 SELECT count(*) - :markers_before AS markers_written FROM inbox.messages;
 
 -- The handler cached for a call site is re-resolved when the function changes between two calls
--- of one statement: dropped (42883, nothing written) or its EXECUTE revoked (42501).
+-- of one statement, and, in apply_batch, between two messages of one call: dropped (42883), its
+-- EXECUTE revoked or called by another user (42501). Nothing is written.
 CREATE FUNCTION victim(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF (payload ->> 'drop')::boolean THEN DROP FUNCTION victim(jsonb); END IF;
 END $$;
-SELECT split_part(outcome($$SELECT inbox.apply('site', 'v-' || i, 'victim(jsonb)',
-                                                jsonb_build_object('drop', i = 1))
-                            FROM generate_series(1, 2) i$$), ':', 1) AS sqlstate;
+SELECT call, split_part(outcome(statement), ':', 1) AS sqlstate FROM (VALUES
+    ('apply, second row', $$SELECT inbox.apply('site', 'v-' || i, 'victim(jsonb)',
+                                                 jsonb_build_object('drop', i = 1))
+                            FROM generate_series(1, 2) i$$),
+    ('apply_batch, second call', $$SELECT b.* FROM generate_series(1, 2) i,
+        LATERAL inbox.apply_batch('site', 'victim(jsonb)', jsonb_build_array(jsonb_build_object(
+            'id', 'vb-' || i, 'payload', jsonb_build_object('drop', i = 1)))) b$$),
+    ('apply_batch, second message', $$SELECT * FROM inbox.apply_batch('site', 'victim(jsonb)',
+        '[{"id": "vm-1", "payload": {"drop": true}}, {"id": "vm-2", "payload": {"drop": false}}]')$$)
+) AS c(call, statement);
 SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'site';
 
 CREATE ROLE regress_apply_caller;
 GRANT USAGE ON SCHEMA inbox TO regress_apply_caller;
-GRANT EXECUTE ON FUNCTION inbox.apply(text, text, regprocedure, jsonb) TO regress_apply_caller;
+GRANT EXECUTE ON FUNCTION inbox.apply(text, text, regprocedure, jsonb),
+    inbox.apply_batch(text, regprocedure, jsonb), outcome(text) TO regress_apply_caller;
 CREATE FUNCTION revoked_after_one(payload jsonb) RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
     REVOKE EXECUTE ON FUNCTION revoked_after_one(jsonb) FROM regress_apply_caller;
 END $$;
 REVOKE EXECUTE ON FUNCTION revoked_after_one(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION revoked_after_one(jsonb) TO regress_apply_caller;
-GRANT EXECUTE ON FUNCTION outcome(text) TO regress_apply_caller;
 SET ROLE regress_apply_caller;
 SELECT outcome($$SELECT inbox.apply('site', 'r-' || i, 'revoked_after_one(jsonb)', '{}')
                  FROM generate_series(1, 2) i$$);
+SELECT outcome($$SELECT * FROM inbox.apply_batch('site', 'revoked_after_one(jsonb)',
+                                                 '[{"id": "rb-1"}, {"id": "rb-2"}]')$$);
 RESET ROLE;
+-- A handler that switches to a role which may not call it.
+CREATE FUNCTION become_apply_caller(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    SET ROLE regress_apply_caller;
+END $$;
+REVOKE EXECUTE ON FUNCTION become_apply_caller(jsonb) FROM PUBLIC;
+SELECT outcome($$SELECT inbox.apply('site', 'u-' || i, 'become_apply_caller(jsonb)', '{}')
+                 FROM generate_series(1, 2) i$$);
+SELECT outcome($$SELECT * FROM inbox.apply_batch('site', 'become_apply_caller(jsonb)',
+                                                 '[{"id": "ub-1"}, {"id": "ub-2"}]')$$);
+SELECT current_user = session_user AS role_restored;
 SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'site';
-DROP FUNCTION revoked_after_one(jsonb);
+DROP FUNCTION revoked_after_one(jsonb), become_apply_caller(jsonb);
 DROP OWNED BY regress_apply_caller;
 DROP ROLE regress_apply_caller;
 

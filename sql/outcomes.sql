@@ -16,6 +16,25 @@ SELECT * FROM inbox.receive('oc-web', 'req-1');
 -- A first delivery without a payload keeps no fingerprint: a later payload is not compared.
 SELECT (inbox.receive('oc-web', 'req-2')).outcome, (inbox.receive('oc-web', 'req-2', '{"a": 1}')).outcome;
 SELECT count(*) AS details FROM inbox.marker_details;
+-- The fingerprint tells apart payloads that PostgreSQL's jsonb hash confuses (it combines parts
+-- by XOR and rotation): nesting, an empty object and an empty array, and arrays of 33 elements
+-- changed at positions 1 and 33 alike. Scalars, strings and numbers, keys and values differ too.
+SELECT first, copy, (inbox.receive('oc-print', 'p-' || n, first)).outcome AS first_outcome,
+       (inbox.receive('oc-print', 'p-' || n, copy)).outcome AS copy_outcome
+FROM (VALUES (1, '[[1], 2]'::jsonb, '[[1, 2]]'::jsonb),
+             (2, '{}', '[]'),
+             (3, '"1"', '1'),
+             (4, '{"a": "b"}', '["a", "b"]'),
+             (5, '{"ab": "c"}', '{"a": "bc"}'),
+             (6, '[null]', '[false]'),
+             (7, '1', '[1]')) AS payloads(n, first, copy)
+ORDER BY n;
+SELECT (inbox.receive('oc-print', 'p-33', (SELECT jsonb_agg(CASE WHEN g IN (1, 33) THEN 5 ELSE 0 END) FROM generate_series(1, 33) g))).outcome AS first_outcome,
+       (inbox.receive('oc-print', 'p-33', (SELECT jsonb_agg(CASE WHEN g IN (1, 33) THEN 7 ELSE 0 END) FROM generate_series(1, 33) g))).outcome AS copy_outcome;
+-- What canonical jsonb makes equal is one payload: key order, whitespace, duplicate keys, the
+-- scale of a number.
+SELECT (inbox.receive('oc-print', 'p-8', '{"a": [1.50, {"x": null}], "b": 2}')).outcome AS first_outcome,
+       (inbox.receive('oc-print', 'p-8', '{ "b" : 2.0, "a" : [1.5, {"x": null}], "b": 2 }')).outcome AS copy_outcome;
 
 -- complete stores the result with the marker, in the caller's transaction: every later copy is
 -- answered with it; storing again replaces it.
@@ -34,6 +53,22 @@ SELECT result FROM inbox.receive('oc-web', 'req-3');
 -- forget takes the marker, its fingerprint and its result.
 SELECT inbox.forget('oc-web', 'req-3');
 SELECT outcome, result FROM inbox.receive('oc-web', 'req-3', '{"order": 8}');
+-- So does the owner's DELETE through inbox.messages: a later marker of the message inherits
+-- neither; the owner's UPDATE of a marker's time keeps them, with the marker's new time.
+SELECT inbox.complete('oc-web', 'req-3', '{"status": 201}');
+UPDATE inbox.messages SET processed_at = processed_at - interval '1 hour'
+WHERE consumer = 'oc-web' AND message_id = 'req-3';
+SELECT outcome, result FROM inbox.receive('oc-web', 'req-3', '{"order": 8}');
+SELECT outcome, result FROM inbox.receive('oc-web', 'req-3', '{"order": 9}');
+SELECT m.processed_at = '2000-01-01 00:00:00+00'::timestamptz
+           + ((d.time_bucket::int8 * 256 + (d.time_offset::int4 & 255)) * interval '1 s') AS same_time
+FROM inbox.marker_details d
+JOIN inbox.consumer_registry r ON r.id = d.consumer_id AND r.name = 'oc-web'
+JOIN inbox.messages m ON m.consumer = r.name AND m.message_id = 'req-3'
+WHERE d.message_key = inbox.message_key('req-3');
+DELETE FROM inbox.messages WHERE consumer = 'oc-web' AND message_id = 'req-3';
+SELECT outcome, result FROM inbox.receive('oc-web', 'req-3');
+SELECT outcome, result FROM inbox.receive('oc-web', 'req-3', '{"order": 10}');
 
 -- claim_batch: the ids claimed now, each once, in the order given.
 SELECT inbox.claim('oc-batch', 'b-3');
@@ -68,6 +103,13 @@ SELECT * FROM inbox.apply_batch('oc-pay', 'oc_book(jsonb)', '[
     {"id": "p-1", "payload": {"id": "p-1", "amount": 10}},
     {"id": "p-2", "payload": {"id": "p-2", "amount": 5}}]');
 SELECT * FROM oc_ledger ORDER BY message_id;
+-- A cancel is not a handler's failure: statement_timeout ends the whole batch, which writes
+-- nothing (and, rolled back, counts as a failed attempt of each message it claimed, below).
+CREATE FUNCTION oc_slow(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(5) $$;
+SET statement_timeout = '200ms';
+SELECT * FROM inbox.apply_batch('oc-slow', 'oc_slow(jsonb)', '[{"id": "s-1", "payload": {}}]');
+RESET statement_timeout;
+SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'oc-slow';
 
 -- Failed attempts survive the rollback that takes the marker: a claim whose transaction rolls
 -- back, a handler of apply that raises (with its SQLSTATE and message), a failed message of a
@@ -89,6 +131,29 @@ SELECT inbox.claim('oc-retry', 'r-3');
 RELEASE SAVEPOINT t;
 ROLLBACK;
 SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
+-- inbox.attempts shows each id as it was claimed, whatever its stored form.
+BEGIN;
+SELECT count(inbox.claim('oc-ids', id)) AS claimed FROM (VALUES ('0b6c5e0e-3f9a-4c1d-9d7e-2a8f4b6c1e53'),
+    ('0B6C5E0E-3F9A-4C1D-9D7E-2A8F4B6C1E53'), ('abcdefghijklmnop'), ('é-1')) AS v(id);
+ROLLBACK;
+SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-ids' ORDER BY message_id;
+-- The cause is recorded for the message whose handler raised, even when the handler claimed
+-- another message before raising.
+CREATE FUNCTION oc_nested(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM inbox.claim('oc-nested', payload ->> 'inner');
+    RAISE EXCEPTION 'outer handler failed' USING ERRCODE = '22012';
+END $$;
+SELECT outcome('SELECT inbox.apply(''oc-outer'', ''o-1'', ''oc_nested(jsonb)'', ''{"inner": "i-1"}'')');
+SELECT consumer, message_id, failures, last_sqlstate, last_message FROM inbox.attempts
+WHERE consumer IN ('oc-outer', 'oc-nested') ORDER BY consumer;
+-- A message that failed before is cleared when it commits, however many messages its
+-- transaction claimed before it.
+BEGIN;
+SELECT count(*) FILTER (WHERE inbox.claim('oc-many', 'many-' || g)) AS claimed FROM generate_series(1, 1500) g;
+SELECT inbox.claim('oc-outer', 'o-1') AS claimed;
+COMMIT;
+SELECT count(*) AS outer_failures FROM inbox.attempts WHERE consumer = 'oc-outer';
 
 -- A limit: after max_attempts failures receive answers poisoned and apply raises IB001, both
 -- without running the handler or writing a marker; apply_batch reports it poisoned.
@@ -112,6 +177,7 @@ SELECT consumer, applied, duplicates, payload_mismatches, poisoned FROM inbox.st
 WHERE consumer LIKE 'oc-%' ORDER BY consumer;
 
 -- Bad input: an error with a SQLSTATE, and nothing written.
+CREATE FUNCTION oc_strict(payload jsonb) RETURNS void LANGUAGE sql STRICT AS 'SELECT';
 SELECT count(*) AS markers_before FROM inbox.markers \gset
 SELECT statement, outcome(statement) FROM (VALUES
     ($$SELECT inbox.receive(NULL, 'm')$$),
@@ -130,6 +196,10 @@ SELECT statement, outcome(statement) FROM (VALUES
     ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": 5}]')$$),
     ($$SELECT inbox.apply_batch('oc-bad', 'upper(text)', '[{"id": "ok"}]')$$),
     ($$SELECT inbox.apply_batch('oc-bad', NULL, '[]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_strict(jsonb)', '[{"id": "ok", "payload": {}}, {"id": "no-payload"}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', '[{"id": "ok"}, {"id": ""}]')$$),
+    ($$SELECT inbox.apply_batch('oc-bad', 'oc_book(jsonb)', format('[{"id": "ok"}, {"id": "%s"}]', repeat('x', 129))::jsonb)$$),
+    ($$SELECT inbox.receive(repeat('c', 65), 'm')$$),
     ($$SELECT inbox.configure_consumer('oc-bad', '0 s')$$),
     ($$SELECT inbox.configure_consumer('oc-bad', NULL, 0)$$),
     ($$SELECT inbox.configure_consumer(NULL)$$)
@@ -138,7 +208,23 @@ SELECT count(*) - :markers_before AS markers_written FROM inbox.markers;
 
 -- Clean up: each file leaves the database as it found it.
 DROP TABLE oc_ledger;
-DROP FUNCTION oc_book(jsonb);
+DROP FUNCTION oc_book(jsonb), oc_slow(jsonb), oc_nested(jsonb), oc_strict(jsonb);
+SELECT count(*) AS failed_messages FROM (SELECT inbox.forget(consumer, message_id) FROM inbox.attempts WHERE consumer LIKE 'oc-%') f;
 DELETE FROM inbox.messages WHERE consumer LIKE 'oc-%';
 SELECT inbox.forget('oc-retry', m) FROM unnest(ARRAY['r-1', 'r-2', 'r-3']) m;
 SELECT inbox.stats_reset();
+
+-- The outcome labels are kept by the backend from one statement to the next; the extension
+-- dropped and created again in the same session has labels of its own, and they are used.
+SELECT current_database() AS regress_database \gset
+CREATE DATABASE regress_inbox_outcomes;
+\c regress_inbox_outcomes
+CREATE EXTENSION inbox;
+SELECT outcome FROM inbox.receive('oc-again', 'm-1');
+SET inbox.allow_drop_with_markers = on;
+DROP EXTENSION inbox;
+CREATE EXTENSION inbox;
+SELECT outcome FROM inbox.receive('oc-again', 'm-1');
+SELECT message_id, outcome FROM inbox.apply_batch('oc-again', 'pg_catalog.pg_backend_pid()', '[{"id": "m-1"}, {"id": "m-2"}]');
+\c :regress_database
+DROP DATABASE regress_inbox_outcomes;

@@ -37,6 +37,25 @@ SELECT inbox.forget('app', 'x');
 RESET ROLE;
 SELECT count(*) AS markers_for_z FROM inbox.messages WHERE message_id = 'z';
 
+-- The outcomes too: each function needs its own grant; apply_batch checks its handler like
+-- apply; the failed attempts and what markers keep are not readable without a grant.
+SET ROLE regress_inbox_app;
+SELECT outcome FROM inbox.receive('app', 'r-1');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION inbox.receive(text, text, jsonb, boolean),
+                          inbox.apply_batch(text, regprocedure, jsonb) TO regress_inbox_app;
+SET ROLE regress_inbox_app;
+SELECT outcome FROM inbox.receive('app', 'r-1', '{"entry": "e-2"}');
+SELECT * FROM inbox.apply_batch('app', 'record_entry(jsonb)', '[{"id": "b-1", "payload": {"entry": "e-3"}}]');
+SELECT * FROM inbox.apply_batch('app', 'privileged_handler(jsonb)', '[{"id": "b-2", "payload": {}}]');
+SELECT inbox.complete('app', 'r-1', '{}');
+SELECT * FROM inbox.claim_batch('app', ARRAY['b-3']);
+SELECT count(*) FROM inbox.attempts;
+SELECT count(*) FROM inbox.marker_details;
+RESET ROLE;
+SELECT entry, written_by FROM ledger ORDER BY entry;
+SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
+
 -- No PUBLIC grant on any object of the extension, and no SECURITY DEFINER function.
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
@@ -50,6 +69,53 @@ FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', 
 WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0;
 SELECT count(*) AS security_definer_functions FROM pg_proc
 WHERE pronamespace = 'inbox'::regnamespace AND prosecdef;
+
+-- Each kind of role needs no more than the grants README, "Privileges", lists for it.
+CREATE ROLE regress_readme_app;
+CREATE ROLE regress_readme_ops;
+CREATE ROLE regress_readme_monitoring;
+GRANT USAGE ON SCHEMA inbox TO regress_readme_app, regress_readme_ops, regress_readme_monitoring;
+GRANT EXECUTE ON FUNCTION inbox.claim(text, text),
+                          inbox.apply(text, text, regprocedure, jsonb),
+                          inbox.receive(text, text, jsonb, boolean),
+                          inbox.complete(text, text, jsonb),
+                          inbox.claim_batch(text, text[]),
+                          inbox.apply_batch(text, regprocedure, jsonb) TO regress_readme_app;
+GRANT EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(),
+                          inbox.configure_consumer(text, interval, integer) TO regress_readme_ops;
+GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO regress_readme_ops;
+GRANT SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts TO regress_readme_monitoring;
+GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.marker_counts(),
+                          inbox.worker_status(), inbox.attempt_entries() TO regress_readme_monitoring;
+CREATE FUNCTION roles_handler(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+REVOKE EXECUTE ON FUNCTION roles_handler(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION roles_handler(jsonb) TO regress_readme_app;
+SET ROLE regress_readme_app;
+SELECT inbox.claim('roles', 'r-1') AS claimed,
+       inbox.apply('roles', 'r-2', 'roles_handler(jsonb)', '{}') AS applied,
+       (inbox.receive('roles', 'r-3', '{}')).outcome AS received;
+SELECT inbox.complete('roles', 'r-3', '{"status": 200}') AS completed;
+SELECT id AS claimed FROM inbox.claim_batch('roles', ARRAY['r-4']) id;
+SELECT message_id, outcome FROM inbox.apply_batch('roles', 'roles_handler(jsonb)', '[{"id": "r-5"}]');
+RESET ROLE;
+SET ROLE regress_readme_ops;
+SELECT inbox.forget('roles', 'r-1') AS forgotten,
+       inbox.configure_consumer('roles', '1 day', 3) AS configured;
+CALL inbox.purge();
+RESET ROLE;
+SET ROLE regress_readme_monitoring;
+SELECT (SELECT count(*) FROM inbox.stats WHERE consumer = 'roles') AS stats,
+       (SELECT count(*) FROM inbox.consumers WHERE consumer = 'roles') AS consumers,
+       (SELECT count(*) FROM inbox.attempts WHERE consumer = 'roles') AS attempts,
+       (SELECT count(*) >= 0 FROM inbox.workers) AS workers;
+RESET ROLE;
+SET ROLE regress_readme_ops;
+SELECT inbox.stats_reset() AS reset, inbox.configure_consumer('roles') AS defaults,
+       inbox.forget('roles', 'r-3') AS forgotten;
+RESET ROLE;
+DROP FUNCTION roles_handler(jsonb);
+DROP OWNED BY regress_readme_app, regress_readme_ops, regress_readme_monitoring;
+DROP ROLE regress_readme_app, regress_readme_ops, regress_readme_monitoring;
 
 -- Every name inside the functions is schema-qualified: a hostile search_path in a fresh session
 -- (where the statements are prepared for the first time) changes nothing.

@@ -12,6 +12,7 @@ SHOW inbox.purge_log_level;
 -- Out of range or malformed: 22023, and the setting keeps its value.
 SELECT statement, outcome(statement) FROM (VALUES
     ($$SET inbox.retention = 0$$),
+    ($$SET inbox.retention = '0s'$$),
     ($$SET inbox.retention = '-1d'$$),
     ($$SET inbox.retention = '100000d'$$),
     ($$SET inbox.retention = 'forever'$$),
@@ -26,10 +27,17 @@ SELECT statement, outcome(statement) FROM (VALUES
 ) AS bad(statement);
 SHOW inbox.retention;
 
+-- inbox.retention says what was wrong and how to write it: a bare number (which PostgreSQL's
+-- time settings read in their base unit: 30 would be 30 seconds, not days), less than a second
+-- (which whole seconds would round to 0), a unit PostgreSQL does not know.
+SET inbox.retention = 30;
+SET inbox.retention = '500ms';
+SET inbox.retention = '30 days';
+
 -- In range, with any unit.
 SET inbox.retention = '36h';
 SHOW inbox.retention;
-SET inbox.retention = 1;
+SET inbox.retention = '1500 ms';
 SHOW inbox.retention;
 SET inbox.purge_interval = '100ms';
 SHOW inbox.purge_interval;
@@ -39,7 +47,7 @@ RESET ALL;
 
 -- Who may change them: an ordinary role can pick the batch size of its own purge, nothing else:
 -- 42501 for the retention, the interval and the worker switch, in SET and ALTER ROLE alike.
-CREATE ROLE regress_purge_user;
+CREATE ROLE regress_purge_user LOGIN;
 SET ROLE regress_purge_user;
 SELECT statement, outcome(statement) FROM (VALUES
     ($$SET inbox.retention = '1s'$$),
@@ -56,7 +64,18 @@ SHOW inbox.retention;
 ALTER ROLE regress_purge_user SET inbox.retention = '1d';
 SELECT setconfig FROM pg_db_role_setting
 WHERE setrole = 'regress_purge_user'::regrole;
+-- A role's own value decides what that role's purge deletes for every consumer of the
+-- database, where the workers keep the database's: the purge says so. (A value the session
+-- sets itself, as below, is the caller's explicit choice and goes without a warning.)
+SELECT current_user AS superuser \gset
+GRANT USAGE ON SCHEMA inbox TO regress_purge_user;
+GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO regress_purge_user;
+\c - regress_purge_user
+CALL inbox.purge();
+\c - :superuser
 ALTER ROLE regress_purge_user RESET inbox.retention;
+REVOKE ALL ON SCHEMA inbox FROM regress_purge_user;
+REVOKE ALL ON PROCEDURE inbox.purge(bigint) FROM regress_purge_user;
 
 -- The purge. A trigger on the marker store records the transaction of every deletion, to count
 -- the transactions (the ids here are plain text, stored as their bytes).
@@ -171,13 +190,15 @@ FROM inbox.consumer_registry r LEFT JOIN inbox.messages m ON m.consumer = r.name
 WHERE r.name IN ('keeper', 'hasty', 'plain') GROUP BY r.id, r.name ORDER BY r.name;
 ROLLBACK;
 
--- No data the table can hold stops the purge: a consumer longer than the functions allow (the
--- owner wrote it, say in a migration) and an empty one are purged like any other, and the
--- purge ends.
+-- No data the tables can hold stops the purge: a consumer longer than the functions allow (the
+-- owner wrote it, say in a migration), an empty one and one whose id is below those the registry
+-- hands out are purged like any other, and the purge ends.
 DELETE FROM inbox.messages;
+INSERT INTO inbox.consumer_registry (id, name) VALUES (-32768, 'lowest-id'), (-1, 'id-minus-one');
 INSERT INTO inbox.messages
 SELECT consumer, consumer || '-old-' || i, now() - interval '2 hours'
-FROM (VALUES (repeat('long', 40)), (''), ('zzz')) AS c(consumer), generate_series(1, 4) i;
+FROM (VALUES (repeat('long', 40)), (''), ('zzz'), ('lowest-id'), ('id-minus-one')) AS c(consumer),
+     generate_series(1, 4) i;
 SET inbox.retention = '1h';
 SET inbox.purge_batch_size = 3;
 SET statement_timeout = '20s';
@@ -185,6 +206,9 @@ CALL inbox.purge();
 RESET statement_timeout;
 SELECT count(*) AS left_behind FROM inbox.messages;
 RESET inbox.purge_batch_size;
+ALTER TABLE inbox.consumer_registry DISABLE TRIGGER keep_consumer_ids;
+DELETE FROM inbox.consumer_registry WHERE id < 0;
+ALTER TABLE inbox.consumer_registry ENABLE TRIGGER keep_consumer_ids;
 
 DROP TRIGGER log_purge ON inbox.markers;
 DROP TABLE purge_log;

@@ -134,7 +134,7 @@ SELECT outcome('SET inbox.track_stats = off');
 RESET ROLE;
 -- What the README tells a DBA to grant to a monitoring role.
 GRANT SELECT ON inbox.stats TO regress_inbox_monitor;
-GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO regress_inbox_monitor;
+GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.marker_counts() TO regress_inbox_monitor;
 SET ROLE regress_inbox_monitor;
 SELECT consumer, applied, duplicates FROM inbox.stats WHERE consumer = 'st-orders';
 SELECT outcome('SELECT inbox.stats_reset()');

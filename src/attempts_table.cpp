@@ -1,6 +1,8 @@
 // See attempts_table.hpp. Built like the counters (stats_table.cpp): a shared hash under one
 // LWLock of a named tranche, taken exclusively only to change it; an atomic count of entries
-// lets the hot path skip the table while no message has failed.
+// lets the hot path skip the table while no message has failed. The entries are also on a list
+// from the least to the most recently failed, so that a full table forgets its least recent
+// failure at once, whatever its size.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -14,13 +16,13 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/hsearch.h"
+#include "lib/ilist.h"
 #include "utils/timestamp.h"
 }
 
 #include <cstring>
 
 #include "attempts_table.hpp"
-#include "pg/palloc_elements.hpp"
 #include "pg/shared_memory.hpp"
 #include "pg/state_file.hpp"
 #include "settings.hpp"
@@ -32,17 +34,24 @@ constexpr const char* segment_name = "inbox_attempts";
 constexpr uint32 attempts_file_magic = 0x494e4241;  // "INBA"
 constexpr uint32 attempts_file_version = 1;
 
-struct AttemptEntry {
-    AttemptKey key;  // first: the hash key
+// What is known of a message's failures; saved at shutdown with its key.
+struct AttemptRecord {
     int32 failures;
     int sqlstate;  // of the last failure, 0 when unknown
     TimestampTz last_failed_at;
-    char last_message[160];  // "" when unknown
+    char last_message[attempt_message_bytes];  // "" when unknown
+};
+
+struct AttemptEntry {
+    AttemptKey key;  // first: the hash key
+    dlist_node recency;
+    AttemptRecord record;
 };
 
 struct AttemptsShared {
     LWLock* lock;
     pg_atomic_uint32 entries;
+    dlist_head by_recency;  // every entry, the least recently failed first
 };
 
 AttemptsShared* shared = nullptr;
@@ -53,17 +62,40 @@ Size segment_size() {
                     hash_estimate_size(attempts_max_messages, sizeof(AttemptEntry)));
 }
 
-// With the lock held exclusively: room for one more entry, forgetting the entry whose last
-// failure is the oldest when the table is full.
+// The entry of a node of the list (ilist.h's dlist_container is C only).
+AttemptEntry* entry_of(dlist_node* node) {
+    return reinterpret_cast<AttemptEntry*>(reinterpret_cast<char*>(node) -
+                                           offsetof(AttemptEntry, recency));
+}
+
+// With the lock held exclusively.
+void remove_entry(AttemptEntry* entry) {
+    dlist_delete(&entry->recency);
+    hash_search(table, &entry->key, HASH_REMOVE, nullptr);
+}
+
+// With the lock held exclusively: room for one more entry, forgetting the least recently failed
+// message when the table is full.
 void make_room() {
-    if (hash_get_num_entries(table) < attempts_max_messages) return;
-    AttemptEntry* oldest = nullptr;
-    HASH_SEQ_STATUS scan;
-    hash_seq_init(&scan, table);
-    while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan)))
-        if (oldest == nullptr || entry->last_failed_at < oldest->last_failed_at) oldest = entry;
-    if (oldest == nullptr) return;
-    hash_search(table, &oldest->key, HASH_REMOVE, nullptr);
+    while (hash_get_num_entries(table) >= attempts_max_messages &&
+           !dlist_is_empty(&shared->by_recency))
+        remove_entry(entry_of(dlist_head_node(&shared->by_recency)));
+}
+
+// With the lock held exclusively: the entry of `key`, new (no failure yet) when there was none;
+// nullptr when shared memory is short.
+AttemptEntry* enter_entry(const AttemptKey& key) {
+    auto* entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_FIND, nullptr));
+    if (entry != nullptr) {
+        dlist_delete(&entry->recency);
+    } else {
+        make_room();
+        entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_ENTER_NULL, nullptr));
+        if (entry == nullptr) return nullptr;
+        entry->record.failures = 0;
+    }
+    dlist_push_tail(&shared->by_recency, &entry->recency);
+    return entry;
 }
 
 void count_entries() {
@@ -77,10 +109,13 @@ void save_attempts(int code, Datum) {
         return;
     auto count = static_cast<int32>(hash_get_num_entries(table));
     pg::write_state(&writer, &count, sizeof(count));
-    HASH_SEQ_STATUS scan;
-    hash_seq_init(&scan, table);
-    while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan)))
-        pg::write_state(&writer, entry, sizeof(*entry));
+    // In the order of the list, which the next start rebuilds by reading them back.
+    dlist_head* list = &shared->by_recency;
+    for (dlist_node* node = list->head.next; node != &list->head; node = node->next) {
+        AttemptEntry* entry = entry_of(node);
+        pg::write_state(&writer, &entry->key, sizeof(entry->key));
+        pg::write_state(&writer, &entry->record, sizeof(entry->record));
+    }
     pg::finish_state_file(&writer);
 }
 
@@ -91,13 +126,14 @@ void load_attempts() {
     int32 count = 0;
     bool ok = version == attempts_file_version && pg::read_state(file, &count, sizeof(count));
     for (int32 i = 0; ok && i < count; i++) {
-        AttemptEntry saved;
-        ok = pg::read_state(file, &saved, sizeof(saved));
+        AttemptKey key;
+        AttemptRecord record;
+        ok = pg::read_state(file, &key, sizeof(key)) &&
+             pg::read_state(file, &record, sizeof(record));
         if (!ok) break;
-        make_room();  // a lowered inbox.max_failed_messages keeps the latest failures
-        auto* entry =
-            static_cast<AttemptEntry*>(hash_search(table, &saved.key, HASH_ENTER_NULL, nullptr));
-        if (entry != nullptr) *entry = saved;
+        // A lowered inbox.max_failed_messages keeps the latest failures.
+        AttemptEntry* entry = enter_entry(key);
+        if (entry != nullptr) entry->record = record;
     }
     count_entries();
     pg::close_state_file(file, ATTEMPTS_FILE, ok);
@@ -110,6 +146,7 @@ void attach_segment() {
     if (!found) {
         shared->lock = &GetNamedLWLockTranche(segment_name)->lock;
         pg_atomic_init_u32(&shared->entries, 0);
+        dlist_init(&shared->by_recency);
     }
     HASHCTL info;
     info.keysize = sizeof(AttemptKey);
@@ -154,19 +191,13 @@ void attempts_add_failure(const AttemptKey& key, int sqlstate, const char* messa
     if (table == nullptr) return;
     TimestampTz now = GetCurrentTimestamp();
     LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-    bool found = false;
-    auto* entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_FIND, nullptr));
-    if (entry == nullptr) {
-        make_room();
-        entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_ENTER_NULL, &found));
-        if (entry != nullptr) entry->failures = 0;
-    }
+    AttemptEntry* entry = enter_entry(key);
     if (entry != nullptr) {
-        entry->failures++;
-        entry->sqlstate = sqlstate;
-        entry->last_failed_at = now;
-        strlcpy(entry->last_message, message != nullptr ? message : "",
-                sizeof(entry->last_message));
+        entry->record.failures++;
+        entry->record.sqlstate = sqlstate;
+        entry->record.last_failed_at = now;
+        strlcpy(entry->record.last_message, message != nullptr ? message : "",
+                sizeof(entry->record.last_message));
     }
     count_entries();
     LWLockRelease(shared->lock);
@@ -176,15 +207,18 @@ int32 attempts_failures(const AttemptKey& key) {
     if (!attempts_any()) return 0;
     LWLockAcquire(shared->lock, LW_SHARED);
     auto* entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_FIND, nullptr));
-    int32 failures = entry != nullptr ? entry->failures : 0;
+    int32 failures = entry != nullptr ? entry->record.failures : 0;
     LWLockRelease(shared->lock);
     return failures;
 }
 
 void attempts_forget(const AttemptKey& key) {
-    if (!attempts_any()) return;
+    // Every commit of a claim comes here: the exclusive lock only when there is something to
+    // forget.
+    if (attempts_failures(key) == 0) return;
     LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-    hash_search(table, &key, HASH_REMOVE, nullptr);
+    auto* entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_FIND, nullptr));
+    if (entry != nullptr) remove_entry(entry);
     count_entries();
     LWLockRelease(shared->lock);
 }
@@ -198,32 +232,30 @@ PGDLLEXPORT Datum inbox_attempt_entries(PG_FUNCTION_ARGS) {
     if (!attempts_any()) return (Datum)0;
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
 
-    // Copied under the lock, turned into rows (which allocates) after it.
+    // Rows are made under the shared lock, as pg_stat_statements makes its own: failures go on
+    // being recorded meanwhile only by backends that wait.
     LWLockAcquire(shared->lock, LW_SHARED);
-    auto count = static_cast<int>(hash_get_num_entries(table));
-    auto* copies = pg::palloc_elements<AttemptEntry>(count);
-    int copied = 0;
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, table);
-    while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan)))
-        if (entry->key.database == MyDatabaseId) copies[copied++] = *entry;
-    LWLockRelease(shared->lock);
-
-    for (int i = 0; i < copied; i++) {
-        const AttemptEntry& entry = copies[i];
-        auto* key = static_cast<bytea*>(palloc(VARHDRSZ + entry.key.length));
-        SET_VARSIZE(key, VARHDRSZ + entry.key.length);
-        std::memcpy(VARDATA(key), entry.key.message_key, entry.key.length);
-        Datum values[6] = {Int16GetDatum(entry.key.consumer_id),
-                           PointerGetDatum(key),
-                           Int32GetDatum(entry.failures),
-                           CStringGetTextDatum(unpack_sql_state(entry.sqlstate)),
-                           CStringGetTextDatum(entry.last_message),
-                           TimestampTzGetDatum(entry.last_failed_at)};
-        bool nulls[6] = {false, false, false, entry.sqlstate == 0, entry.last_message[0] == '\0',
+    while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan))) {
+        if (entry->key.database != MyDatabaseId) continue;
+        const AttemptRecord& record = entry->record;
+        std::size_t id_length =
+            inbox::decoded_message_id_length(entry->key.message_key, entry->key.length);
+        auto* message_id = static_cast<text*>(palloc(VARHDRSZ + id_length));
+        SET_VARSIZE(message_id, VARHDRSZ + id_length);
+        inbox::decode_message_id(entry->key.message_key, entry->key.length, VARDATA(message_id));
+        Datum values[6] = {Int16GetDatum(entry->key.consumer_id),
+                           PointerGetDatum(message_id),
+                           Int32GetDatum(record.failures),
+                           CStringGetTextDatum(unpack_sql_state(record.sqlstate)),
+                           CStringGetTextDatum(record.last_message),
+                           TimestampTzGetDatum(record.last_failed_at)};
+        bool nulls[6] = {false, false, false, record.sqlstate == 0, record.last_message[0] == '\0',
                          false};
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
     }
+    LWLockRelease(shared->lock);
     return (Datum)0;
 }
 }

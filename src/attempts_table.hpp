@@ -1,9 +1,9 @@
 // Failed attempts per message, in shared memory, where a rollback cannot undo them: a delivery
 // whose claim succeeded and whose transaction (or subtransaction) then rolled back is a failed
 // attempt. Bounded by inbox.max_failed_messages, all databases together; when it is full the
-// message whose last failure is the oldest is forgotten. Saved at a clean shutdown and restored
-// at the next start; a crash loses them, as it loses the counters. Exists only with the preload;
-// without it nothing is counted.
+// message whose last failure is the least recent is forgotten. Saved at a clean shutdown and
+// restored at the next start; a crash loses them, as it loses the counters. Exists only with the
+// preload; without it nothing is counted.
 #pragma once
 
 extern "C" {
@@ -15,6 +15,9 @@ extern "C" {
 #include <cstdint>
 
 #include "message_key.hpp"
+
+// The last error message kept per message, cut to fit (at a character boundary).
+constexpr int attempt_message_bytes = 160;
 
 // Zero-padded, so that the key hashes as bytes.
 struct AttemptKey {
@@ -31,13 +34,15 @@ AttemptKey make_attempt_key(Oid database, int16 consumer_id, const std::uint8_t*
 void request_attempts_memory();
 
 // One more failure (sqlstate 0 and message NULL when unknown: the work ran outside the
-// extension). Never raises an error: safe in an abort callback.
+// extension; a message fits attempt_message_bytes). Never raises an error: safe in an abort
+// callback.
 void attempts_add_failure(const AttemptKey& key, int sqlstate, const char* message);
 
 // Earlier failures of the message; 0 when there were none (or without the preload).
 int32 attempts_failures(const AttemptKey& key);
 
-// The message was processed or forgotten: its failures go.
+// The message was processed or forgotten: its failures go. Takes the lock exclusively only
+// when the message has failures.
 void attempts_forget(const AttemptKey& key);
 
 // Whether any failure is kept at all (a lock-free check for the hot path).

@@ -123,27 +123,34 @@ MarkerLayout layout_for_change() {
              errhint("Dead-letter it, or inbox.forget it to let it be tried again.")));
 }
 
+// A marker as the compact store keeps it: what its failed attempts are known by.
+struct StoredMarker {
+    int16 consumer_id;  // 0 in a database still at 1.0, whose attempts are not counted
+    StoredKey key;
+};
+
 // Claims the marker in the caller's transaction, in an SPI connection of its own. True: first
 // delivery, do the work. False: a committed marker exists. Waits for a concurrent, uncommitted
 // copy. With `refuse_poisoned`, a message that failed max_attempts times raises IB001 instead.
-bool claim_marker(const MarkerKey& key, bool refuse_poisoned) {
+bool claim_marker(const MarkerKey& key, bool refuse_poisoned, StoredMarker* stored) {
     pg::spi_connect();
     bool inserted = false;
+    stored->consumer_id = 0;
     if (layout_for_change() == MarkerLayout::version_1_0) {
         inserted = change_marker_1_0(&insert_marker_1_0, key);
     } else {
         Consumer consumer = {0, 0};
         find_consumer(key.consumer, true, &consumer);
-        StoredKey stored;
-        store_message_id(key.message_id, &stored);
+        stored->consumer_id = consumer.id;
+        store_message_id(key.message_id, &stored->key);
         if (refuse_poisoned && consumer.max_attempts > 0) {
-            int32 failures = earlier_failures(consumer.id, stored);
+            int32 failures = earlier_failures(consumer.id, stored->key);
             if (poisoned(failures, consumer.max_attempts)) {
                 count_answer(key.consumer, Answer::poisoned);
                 report_poisoned(key, failures);
             }
         }
-        inserted = insert_marker(consumer.id, &stored);
+        inserted = insert_marker(consumer.id, &stored->key);
     }
     SPI_finish();
     return count_claim(key.consumer, inserted);
@@ -167,8 +174,13 @@ bool forget_marker(const MarkerKey& key) {
 }
 
 // Runs the handler; an error it raises takes the marker with the transaction, and is what the
-// failed attempt records.
-void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is_null) {
+// failed attempt of the message records.
+void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is_null,
+                                const StoredMarker& marker) {
+    if (marker.consumer_id == 0) {
+        run_handler(handler, payload, payload_is_null);
+        return;
+    }
     MemoryContext caller_context = CurrentMemoryContext;
     PG_TRY();
     { run_handler(handler, payload, payload_is_null); }
@@ -176,7 +188,7 @@ void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is
     {
         MemoryContextSwitchTo(caller_context);
         ErrorData* error = CopyErrorData();
-        note_failure_cause(error);
+        note_failure_cause(marker.consumer_id, marker.key.data(), marker.key.length(), error);
         FreeErrorData(error);
         PG_RE_THROW();
     }
@@ -189,7 +201,8 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_claim);
 PGDLLEXPORT Datum inbox_claim(PG_FUNCTION_ARGS) {
-    PG_RETURN_BOOL(claim_marker(require_marker_key(fcinfo), false));
+    StoredMarker stored;
+    PG_RETURN_BOOL(claim_marker(require_marker_key(fcinfo), false, &stored));
 }
 
 PG_FUNCTION_INFO_V1(inbox_apply);
@@ -201,8 +214,9 @@ PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
     Datum payload = payload_is_null ? (Datum)0 : PG_GETARG_DATUM(3);
     require_runnable(handler, payload_is_null);
 
-    bool first_delivery = claim_marker(key, true);
-    if (first_delivery) run_handler_noting_failure(handler, payload, payload_is_null);
+    StoredMarker stored;
+    bool first_delivery = claim_marker(key, true, &stored);
+    if (first_delivery) run_handler_noting_failure(handler, payload, payload_is_null, stored);
     PG_RETURN_BOOL(first_delivery);
 }
 

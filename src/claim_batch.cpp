@@ -6,20 +6,16 @@
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/tuplestore.h"
 }
 
-#include <cstdlib>
+#include <algorithm>
 
 #include "claim.hpp"
 #include "consumer_registry.hpp"
@@ -30,6 +26,7 @@ extern "C" {
 #include "pg/arguments.hpp"
 #include "pg/palloc_elements.hpp"
 #include "pg/spi.hpp"
+#include "pg/subtransaction.hpp"
 
 namespace {
 
@@ -49,27 +46,24 @@ struct Batch {
     int count;
 };
 
-int compare_messages(const void* a, const void* b) {
-    const auto* left = *static_cast<BatchMessage* const*>(a);
-    const auto* right = *static_cast<BatchMessage* const*>(b);
-    int order = compare_stored_keys(&left->key, &right->key);
-    if (order != 0) return order;
-    return left < right ? -1 : left > right ? 1 : 0;  // the earlier message first
+// Key order; among messages with one id, the earlier one first.
+bool precedes(const BatchMessage* left, const BatchMessage* right) {
+    int order = compare_stored_keys(left->key, right->key);
+    return order != 0 ? order < 0 : left < right;
 }
 
 // Claims every distinct, not poisoned message of the batch in one statement, in key order.
 void claim_batch_messages(const Consumer& consumer, Batch* batch) {
     auto** sorted = pg::palloc_elements<BatchMessage*>(batch->count);
     for (int i = 0; i < batch->count; i++) sorted[i] = &batch->messages[i];
-    qsort(sorted, batch->count, sizeof(BatchMessage*),  // NOLINT(bugprone-sizeof-expression)
-          compare_messages);
+    std::sort(sorted, sorted + batch->count, precedes);  // pure C++: no PostgreSQL call inside
 
     auto** keys = pg::palloc_elements<StoredKey*>(batch->count);
     auto** claimed = pg::palloc_elements<BatchMessage*>(batch->count);
     int distinct = 0;
     for (int i = 0; i < batch->count; i++) {
         BatchMessage* message = sorted[i];
-        if (i > 0 && compare_stored_keys(&sorted[i - 1]->key, &message->key) == 0) {
+        if (i > 0 && compare_stored_keys(sorted[i - 1]->key, message->key) == 0) {
             message->first = sorted[i - 1]->first;
             continue;
         }
@@ -113,7 +107,8 @@ Batch read_ids(FunctionCallInfo fcinfo) {
     for (int i = 0; i < count; i++) {
         if (nulls[i])
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                            errmsg("message_ids[%d] must not be NULL", i + 1)));
+                            errmsg("message_ids[%d] must not be NULL", i + 1),
+                            errhint("Every element of message_ids is a message id.")));
         prepare_message(&batch.messages[i], DatumGetTextPP(elements[i]));
         batch.messages[i].payload = 0;
         batch.messages[i].payload_is_null = true;
@@ -160,38 +155,15 @@ Batch read_messages(FunctionCallInfo fcinfo) {
     return batch;
 }
 
-// How one message's handler ended.
-struct HandlerEnd {
-    bool failed;
-    ErrorData* error;  // when failed
+// One message's handler, as the body of its subtransaction.
+struct HandlerCall {
+    Handler* handler;
+    const BatchMessage* message;
 };
 
-// Runs the handler in a subtransaction of its own: an error rolls back its work alone.
-HandlerEnd run_in_subtransaction(Handler* handler, const BatchMessage& message) {
-    MemoryContext caller_context = CurrentMemoryContext;
-    ResourceOwner caller_owner = CurrentResourceOwner;
-    HandlerEnd end = {false, nullptr};
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(caller_context);
-    PG_TRY();
-    {
-        run_handler(handler, message.payload, message.payload_is_null);
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(caller_context);
-        CurrentResourceOwner = caller_owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(caller_context);
-        end.failed = true;
-        end.error = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(caller_context);
-        CurrentResourceOwner = caller_owner;
-    }
-    PG_END_TRY();
-    return end;
+void call_handler(void* argument) {
+    const auto* call = static_cast<const HandlerCall*>(argument);
+    run_handler(call->handler, call->message->payload, call->message->payload_is_null);
 }
 
 struct BatchRow {
@@ -248,7 +220,8 @@ PG_FUNCTION_INFO_V1(inbox_apply_batch);
 PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
     text* consumer_name = require_consumer_key(fcinfo, 0);
     pg::require_argument(fcinfo, 1, "fn");
-    Handler* handler = handler_for_call_site(fcinfo, PG_GETARG_OID(1));
+    Oid fn = PG_GETARG_OID(1);
+    Handler* handler = handler_for_call_site(fcinfo, fn);
     Batch batch = read_messages(fcinfo);
     for (int i = 0; i < batch.count; i++)
         require_runnable(handler, batch.messages[i].payload_is_null);
@@ -279,15 +252,21 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
         } else if (!message.inserted) {
             duplicates++;
         } else {
-            HandlerEnd end = run_in_subtransaction(handler, message);
-            if (!end.failed) {
+            // A handler may drop or replace itself, revoke its own EXECUTE or switch roles: each
+            // message is handled as a call of apply would be, by the function as it is now.
+            handler = handler_for_call_site(fcinfo, fn);
+            require_runnable(handler, message.payload_is_null);
+            // A subtransaction each: an error rolls back this message's work alone.
+            HandlerCall call = {handler, &message};
+            ErrorData* error = pg::run_in_subtransaction(call_handler, &call);
+            if (error == nullptr) {
                 row->outcome = Outcome::processed;
                 processed++;
             } else {
                 row->outcome = Outcome::failed;
-                row->sqlstate = end.error->sqlerrcode;
-                row->message = end.error->message;
-                fail_attempt_now(consumer.id, message.key.data(), message.key.length(), end.error);
+                row->sqlstate = error->sqlerrcode;
+                row->message = error->message;
+                fail_attempt_now(consumer.id, message.key.data(), message.key.length(), error);
                 pg::spi_connect();
                 withdraw_marker(consumer.id, &message.key);
                 SPI_finish();

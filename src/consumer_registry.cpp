@@ -99,12 +99,29 @@ bool read_consumer(Consumer* found, bool* committed) {
     return true;
 }
 
+// Consumers register on the coordinator of a Citus cluster: the registry's id sequence is the
+// coordinator's, and a worker node's own copy of it would hand out ids the coordinator hands out.
+// (A claim on a worker node has the coordinator register it: consumer_registrar.hpp.)
+void require_registering_node(text* consumer) {
+    if (marker_store()->distribution != StoreDistribution::citus_worker_node) return;
+    char* name = text_to_cstring(consumer);
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+         errmsg("consumer \"%s\" is not registered, and this Citus worker node cannot register it",
+                name),
+         errhint("Consumers register on the coordinator: claim a first message there, or run "
+                 "SELECT inbox.configure_consumer('%s'); there.",
+                 name)));
+}
+
 // The consumer as the registry has it, registering it when asked to.
 bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool* committed) {
     Datum name = PointerGetDatum(consumer);
     execute_as_store_owner(&find_consumer_row, &name);
     if (read_consumer(found, committed)) return true;
     if (!register_new) return false;
+    require_registering_node(consumer);
     execute_as_store_owner(&register_consumer, &name);
     if (read_consumer(found, committed)) return true;
     execute_as_store_owner(&find_consumer_row, &name);
@@ -114,13 +131,13 @@ bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool*
 
 }  // namespace
 
-int16 register_consumer_now(text* consumer) {
-    Consumer found = {0, 0};
+Consumer register_consumer_now(text* consumer) {
+    Consumer found = {.id = 0, .max_attempts = 0};
     bool committed = false;
     pg::spi_connect();
     registry_consumer(consumer, true, &found, &committed);
     SPI_finish();
-    return found.id;
+    return found;
 }
 
 bool find_consumer(text* consumer, bool register_new, Consumer* found) {
@@ -129,8 +146,13 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     Assert(length <= inbox::max_consumer_bytes);  // the caller validated the key
     std::memset(&key, 0, sizeof(key));
     std::memcpy(key.name, VARDATA_ANY(consumer), length);
+    // A Citus worker node reads the registry every time: the coordinator's configure_consumer
+    // changes its copy of the reference table without invalidating what this node caches.
+    bool cacheable = marker_store()->distribution != StoreDistribution::citus_worker_node;
     HTAB* consumers = consumer_cache();
-    auto* cached = static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr));
+    auto* cached =
+        cacheable ? static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr))
+                  : nullptr;
     if (cached != nullptr) {
         *found = cached->consumer;
         return true;
@@ -138,13 +160,12 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     bool committed = false;
     if (!registry_consumer(consumer, false, found, &committed)) {
         if (!register_new) return false;
-        // Registered and committed elsewhere; not read back (this transaction's snapshot may
-        // not see it), so its id is known and its limit is the default of a new consumer: none.
-        committed = register_in_own_transaction(consumer, &found->id);
-        found->max_attempts = 0;
+        // Registered, or found registered since this transaction's snapshot, by a transaction
+        // of its own, whose answer carries the settings the registry holds.
+        committed = register_in_own_transaction(consumer, found);
         if (!committed) registry_consumer(consumer, true, found, &committed);
     }
-    if (committed) {
+    if (committed && cacheable) {
         // The statements may have delivered invalidations that dropped the cache.
         auto* entry =
             static_cast<CachedConsumer*>(hash_search(consumer_cache(), &key, HASH_ENTER, nullptr));
@@ -179,7 +200,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_consumer_id);
 PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
     require_compact_store();
-    PG_RETURN_INT16(register_consumer_now(PG_GETARG_TEXT_PP(0)));
+    PG_RETURN_INT16(register_consumer_now(PG_GETARG_TEXT_PP(0)).id);
 }
 
 PG_FUNCTION_INFO_V1(inbox_configure_consumer);
@@ -203,7 +224,7 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     require_compact_store();
 
     pg::spi_connect();
-    Consumer configured = {0, 0};
+    Consumer configured = {.id = 0, .max_attempts = 0};
     find_consumer(consumer, true, &configured);
     values[0] = Int16GetDatum(configured.id);
     execute_as_store_owner(&configure, values, nulls);

@@ -20,5 +20,6 @@ struct Consumer {
 // of its own where possible, consumer_registrar.hpp), else returns false.
 bool find_consumer(text* consumer, bool register_new, Consumer* found);
 
-// Registers `consumer` (any name) in the current transaction when it is new; its id.
-int16 register_consumer_now(text* consumer);
+// Registers `consumer` (any name) in the current transaction when it is new; as the registry
+// has it.
+Consumer register_consumer_now(text* consumer);

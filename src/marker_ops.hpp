@@ -9,6 +9,7 @@ extern "C" {
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "message_key.hpp"
 
@@ -60,5 +61,14 @@ void withdraw_marker(int16 consumer, StoredKey* key);
 // statement; inserted[i] tells which were new. Their attempts then follow the transaction.
 void insert_markers(int16 consumer, StoredKey* const* keys, int count, bool* inserted);
 
-// The canonical order of stored keys (bytes, then length): the primary key's.
-int compare_stored_keys(const StoredKey* a, const StoredKey* b);
+// The canonical order of stored keys, the primary key's (bytea's: bytes, then the shorter
+// first). Inline: a batch sorts its keys with it.
+inline int compare_key_bytes(const void* a, std::size_t a_length, const void* b,
+                             std::size_t b_length) {
+    int order = memcmp(a, b, Min(a_length, b_length));
+    if (order != 0) return order;
+    return a_length < b_length ? -1 : a_length > b_length ? 1 : 0;
+}
+inline int compare_stored_keys(const StoredKey& a, const StoredKey& b) {
+    return compare_key_bytes(a.data(), a.length(), b.data(), b.length());
+}

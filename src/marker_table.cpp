@@ -14,12 +14,22 @@ extern "C" {
 
 namespace {
 
-MarkerStore cached_store = {MarkerLayout::compact, InvalidOid, InvalidOid, InvalidOid};
+MarkerStore cached_store = {.layout = MarkerLayout::compact,
+                            .markers = InvalidOid,
+                            .details = InvalidOid,
+                            .registry = InvalidOid,
+                            .owner = InvalidOid,
+                            .distribution = StoreDistribution::local};
 bool store_cached = false;
 bool invalidation_registered = false;
+// Citus's catalog of this node's group, when Citus is installed: its invalidation says the node
+// joined or left a cluster.
+Oid cached_local_group_table = InvalidOid;
 
 void forget_store(Datum, Oid relid) {
-    if (relid == InvalidOid || relid == cached_store.markers || relid == cached_store.registry)
+    if (relid == InvalidOid || relid == cached_store.markers || relid == cached_store.details ||
+        relid == cached_store.registry ||
+        (OidIsValid(cached_local_group_table) && relid == cached_local_group_table))
         store_cached = false;
 }
 
@@ -42,14 +52,23 @@ const MarkerStore* marker_store() {
         CacheRegisterRelcacheCallback(forget_store, (Datum)0);
         invalidation_registered = true;
     }
-    MarkerStore store = {MarkerLayout::compact, find_table("markers", NoLock),
-                         find_table("consumer_registry", NoLock), InvalidOid};
+    MarkerStore store = {.layout = MarkerLayout::compact,
+                         .markers = find_table("markers", NoLock),
+                         .details = find_table("marker_details", NoLock),
+                         .registry = find_table("consumer_registry", NoLock),
+                         .owner = InvalidOid,
+                         .distribution = StoreDistribution::local};
     if (!OidIsValid(store.markers)) {
         // 1.0's inbox.messages is a table; 1.1's is a view.
         Oid messages = find_table("messages", NoLock);
         if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW)
             report_missing_store();
-        store = {MarkerLayout::version_1_0, messages, InvalidOid, InvalidOid};
+        store = {.layout = MarkerLayout::version_1_0,
+                 .markers = messages,
+                 .details = InvalidOid,
+                 .registry = InvalidOid,
+                 .owner = InvalidOid,
+                 .distribution = StoreDistribution::local};
     } else if (!OidIsValid(store.registry)) {
         report_missing_store();
     }
@@ -57,6 +76,8 @@ const MarkerStore* marker_store() {
     if (!HeapTupleIsValid(tuple)) report_missing_store();
     store.owner = ((Form_pg_class)GETSTRUCT(tuple))->relowner;
     ReleaseSysCache(tuple);
+    store.distribution = read_store_distribution(store.markers, store.details, store.registry);
+    cached_local_group_table = citus_local_group_table();
     cached_store = store;
     store_cached = true;
     return &cached_store;

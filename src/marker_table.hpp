@@ -14,18 +14,23 @@ extern "C" {
 #include "storage/lockdefs.h"
 }
 
+#include "distribution.hpp"
+
 enum class MarkerLayout { compact, version_1_0 };
 
 struct MarkerStore {
     MarkerLayout layout;
     Oid markers;   // inbox.markers, or 1.0's inbox.messages
+    Oid details;   // inbox.marker_details; InvalidOid in the 1.0 layout (and during the update)
     Oid registry;  // inbox.consumer_registry; InvalidOid in the 1.0 layout
     Oid owner;     // of the markers' table: the statements run as this role
+    StoreDistribution distribution;
 };
 
 // The store of the current database, looked up once and dropped by any relcache invalidation
-// of its tables (ALTER TABLE ... OWNER, DROP EXTENSION, the update to 1.1). An error when the
-// extension's tables are missing.
+// of its tables (ALTER TABLE ... OWNER, DROP EXTENSION, the update to 1.1, a change of their
+// Citus distribution). An error when the extension's tables are missing, or when Citus
+// distributes them only in part (distribution.hpp).
 const MarkerStore* marker_store();
 
 // Locks the tables a purge batch reads and deletes from (1.1: the registry, the markers and their

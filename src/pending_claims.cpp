@@ -4,6 +4,7 @@
 extern "C" {
 #include "postgres.h"
 #include "access/xact.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -32,9 +33,11 @@ struct PendingAttempt {
     SubTransactionId subtransaction;
     AttemptKey key;
     int sqlstate;  // of the handler's error, 0 when none was seen
-    char message[160];
+    char message[attempt_message_bytes];
 };
 
+// Claims per transaction whose attempts are followed (about 300 kB of backend memory). Beyond,
+// only messages that already failed are: their count must go when they are processed.
 constexpr int max_tracked_attempts = 1000;
 
 template <typename Entry>
@@ -195,9 +198,21 @@ bool counting() {
     return track_stats && stats_table_available();
 }
 
-void copy_cause(const ErrorData* error, int* sqlstate, char* message, std::size_t size) {
+// The error's SQLSTATE and its message, cut at a character boundary to fit.
+void copy_cause(const ErrorData* error, int* sqlstate, char* message) {
     *sqlstate = error->sqlerrcode;
-    strlcpy(message, error->message != nullptr ? error->message : "", size);
+    const char* text = error->message != nullptr ? error->message : "";
+    int length = pg_mbcliplen(text, static_cast<int>(strlen(text)), attempt_message_bytes - 1);
+    std::memcpy(message, text, length);
+    message[length] = '\0';
+}
+
+// The latest pending attempt of `key`, or nullptr.
+PendingAttempt* find_attempt(const AttemptKey& key) {
+    for (int i = attempts.used - 1; i >= 0; i--)
+        if (std::memcmp(&attempts.entries[i].key, &key, sizeof(key)) == 0)
+            return &attempts.entries[i];
+    return nullptr;
 }
 
 }  // namespace
@@ -236,33 +251,37 @@ void count_answer(text* consumer, Answer answer) {
 }
 
 void track_attempt(int16 consumer_id, const std::uint8_t* key, std::size_t length) {
-    if (!make_room(&attempts, max_tracked_attempts)) return;
+    AttemptKey claimed = make_attempt_key(MyDatabaseId, consumer_id, key, length);
+    int limit = attempts.used < max_tracked_attempts || attempts_failures(claimed) == 0
+                    ? max_tracked_attempts
+                    : INT_MAX;
+    if (!make_room(&attempts, limit)) return;
     register_callbacks();
     PendingAttempt* attempt = &attempts.entries[attempts.used++];
     attempt->subtransaction = GetCurrentSubTransactionId();
-    attempt->key = make_attempt_key(MyDatabaseId, consumer_id, key, length);
+    attempt->key = claimed;
     attempt->sqlstate = 0;
     attempt->message[0] = '\0';
 }
 
-void note_failure_cause(const ErrorData* error) {
-    if (attempts.used == 0) return;
-    PendingAttempt* attempt = &attempts.entries[attempts.used - 1];
-    copy_cause(error, &attempt->sqlstate, attempt->message, sizeof(attempt->message));
+void note_failure_cause(int16 consumer_id, const std::uint8_t* key, std::size_t length,
+                        const ErrorData* error) {
+    PendingAttempt* attempt =
+        find_attempt(make_attempt_key(MyDatabaseId, consumer_id, key, length));
+    if (attempt != nullptr) copy_cause(error, &attempt->sqlstate, attempt->message);
 }
 
 void fail_attempt_now(int16 consumer_id, const std::uint8_t* key, std::size_t length,
                       const ErrorData* error) {
     AttemptKey failed = make_attempt_key(MyDatabaseId, consumer_id, key, length);
-    for (int i = attempts.used - 1; i >= 0; i--) {
-        if (std::memcmp(&attempts.entries[i].key, &failed, sizeof(failed)) != 0) continue;
-        std::memmove(&attempts.entries[i], &attempts.entries[i + 1],
-                     sizeof(PendingAttempt) * (attempts.used - i - 1));
+    PendingAttempt* attempt = find_attempt(failed);
+    if (attempt != nullptr) {
+        int after = static_cast<int>(attempts.entries + attempts.used - (attempt + 1));
+        std::memmove(attempt, attempt + 1, sizeof(PendingAttempt) * after);
         attempts.used--;
-        break;
     }
     int sqlstate = 0;
-    char message[160];
-    copy_cause(error, &sqlstate, message, sizeof(message));
+    char message[attempt_message_bytes];
+    copy_cause(error, &sqlstate, message);
     attempts_add_failure(failed, sqlstate, message);
 }

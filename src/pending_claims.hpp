@@ -25,12 +25,14 @@ enum class Answer { in_progress, payload_mismatch, poisoned };
 void count_answer(text* consumer, Answer answer);
 
 // The marker just inserted in the compact store: its message's attempts follow the transaction.
-// At most a thousand messages per transaction are followed; beyond, a rollback is not counted
-// as a failed attempt.
+// At most a thousand messages per transaction are followed, and beyond them those that failed
+// before; a rollback does not count the others as failed attempts.
 void track_attempt(int16 consumer_id, const std::uint8_t* key, std::size_t length);
 
-// The handler of the claim tracked last raised `error`: its failed attempt records why.
-void note_failure_cause(const ErrorData* error);
+// The handler of the message claimed in this transaction raised `error`: its failed attempt
+// records why.
+void note_failure_cause(int16 consumer_id, const std::uint8_t* key, std::size_t length,
+                        const ErrorData* error);
 
 // A batch handles a failed message itself (its subtransaction rolled back and its marker is
 // removed): the failure is counted now, with its cause, and the message is no longer followed.

@@ -12,15 +12,18 @@ extern "C" {
 #include "fmgr.h"
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "postmaster/bgworker.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -53,6 +56,13 @@ bool take_purge_lock(bool wait) {
 
 // ---- the compact layout: consumers by id, each with its own retention -----------------------
 
+// The walk starts at the lowest id the registry holds, whatever it is (the owner may have written
+// any): no id stands for "before the first".
+MarkerStatement first_registered_consumer = {
+    .sql = "SELECT id, retention FROM inbox.consumer_registry ORDER BY id LIMIT 1",
+    .nargs = 0,
+    .argtypes = {},
+    .plan = nullptr};
 MarkerStatement next_registered_consumer = {
     .sql =
         "SELECT id, retention FROM inbox.consumer_registry "
@@ -175,8 +185,9 @@ bool first_row_value(int column, Datum* value) {
 bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     Datum value = 0;
     if (marker_store()->layout == MarkerLayout::compact) {
-        Datum after = Int16GetDatum(cursor->started ? cursor->consumer_id : -1);
-        execute_as_store_owner(&next_registered_consumer, &after);
+        Datum after = Int16GetDatum(cursor->consumer_id);
+        execute_as_store_owner(
+            cursor->started ? &next_registered_consumer : &first_registered_consumer, &after);
         if (!first_row_value(1, &value)) return false;
         cursor->consumer_id = DatumGetInt16(value);
         cursor->cutoff = first_row_value(2, &value)
@@ -302,6 +313,7 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
         if (step == Step::consumer_done) cursor->positioned = false;
         if (step == Step::batch_full) break;
     }
+
     SPI_finish();
     PopActiveSnapshot();
     return end;
@@ -324,7 +336,7 @@ void pause_between_batches(long ms) {
 }  // namespace
 
 PurgeProgress purge_expired_markers(const PurgeRun* run) {
-    PurgeProgress progress = {0, 0, PurgeOutcome::finished};
+    PurgeProgress progress = {.deleted = 0, .batches = 0, .outcome = PurgeOutcome::finished};
     ConsumerCursor cursor = {.context = AllocSetContextCreate(
                                  TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
                              .started = false,
@@ -369,6 +381,10 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
     return progress;
 }
 
+bool purges_here() {
+    return marker_store()->distribution != StoreDistribution::citus_worker_node;
+}
+
 const char* purge_outcome_name(PurgeOutcome outcome) {
     switch (outcome) {
         case PurgeOutcome::finished:
@@ -383,6 +399,18 @@ const char* purge_outcome_name(PurgeOutcome outcome) {
     return "unknown";
 }
 
+void log_purge(const char* purger, const char* database, const PurgeProgress& progress,
+               TimestampTz start) {
+    ereport(purge_log_level,
+            (errmsg("%s of database \"%s\" deleted %lld expired %s in %lld %s in %ld ms (%s)",
+                    purger, database, static_cast<long long>(progress.deleted),
+                    progress.deleted == 1 ? "marker" : "markers",
+                    static_cast<long long>(progress.batches),
+                    progress.batches == 1 ? "batch" : "batches",
+                    TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()),
+                    purge_outcome_name(progress.outcome))));
+}
+
 namespace {
 
 void commit_procedure_batch() {
@@ -395,6 +423,32 @@ bool called_nonatomic(FunctionCallInfo fcinfo) {
            !castNode(CallContext, fcinfo->context)->atomic;
 }
 
+// A job of pg_cron, which records only "1 row" (or "CALL") of the purge in
+// cron.job_run_details: the count goes to the server log. pg_cron names its connections
+// "pg_cron", and its background workers too (cron.use_background_workers).
+bool running_as_pg_cron_job() {
+    constexpr const char* pg_cron = "pg_cron";
+    if (MyBgworkerEntry != nullptr) return strcmp(MyBgworkerEntry->bgw_type, pg_cron) == 0;
+    return application_name != nullptr && strcmp(application_name, pg_cron) == 0;
+}
+
+// A retention set for a role (ALTER ROLE ... SET) decides what this role's purge deletes for
+// every consumer of the database, while the workers keep the database's: said aloud.
+void warn_about_role_retention() {
+    if (!retention_set_for_role()) return;
+    ereport(
+        WARNING,
+        (errmsg("inbox.purge() deletes the markers older than inbox.retention = '%s', the value "
+                "set for role \"%s\"",
+                GetConfigOption("inbox.retention", false, false),
+                GetUserNameFromId(GetSessionUserId(), false)),
+         errdetail("It applies to every consumer of the database; the purge workers use the "
+                   "database's inbox.retention."),
+         errhint("Give a consumer its own window with inbox.configure_consumer, or the "
+                 "database its own with ALTER DATABASE ... SET inbox.retention, and ALTER "
+                 "ROLE ... RESET inbox.retention.")));
+}
+
 }  // namespace
 
 extern "C" {
@@ -402,7 +456,14 @@ extern "C" {
 // CALL inbox.purge(): the INOUT argument carries the number of markers deleted back.
 PG_FUNCTION_INFO_V1(inbox_purge);
 PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
+    if (!purges_here())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the markers of this database are distributed with Citus and "
+                               "purged by its coordinator"),
+                        errhint("CALL inbox.purge() on the coordinator.")));
     bool nonatomic = called_nonatomic(fcinfo);
+    warn_about_role_retention();
+    TimestampTz start = GetCurrentTimestamp();
     PurgeRun run = {.now = GetCurrentTransactionStartTimestamp(),
                     .batch_size = purge_batch_size,
                     .wait_for_turn = true,
@@ -410,8 +471,7 @@ PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
                     .deadline = 0,
                     .after_batch = nullptr};
     if (nonatomic) {
-        if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
-            elog(ERROR, "SPI_connect_ext failed");
+        pg::spi_connect_nonatomic();
         run.commit = commit_procedure_batch;
     }
     PurgeProgress progress = purge_expired_markers(&run);
@@ -420,6 +480,9 @@ PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
     if (progress.outcome == PurgeOutcome::extension_gone)
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table inbox.messages is missing")));
+    if (running_as_pg_cron_job())
+        log_purge("CALL inbox.purge() run by pg_cron", get_database_name(MyDatabaseId), progress,
+                  start);
 
     // Built after the last commit, in the memory of the CALL, which outlives its transactions.
     TupleDesc result_type;

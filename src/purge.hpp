@@ -10,7 +10,7 @@ enum class PurgeOutcome {
     finished,        // no expired marker is left
     busy,            // another purge of this database held the purge lock: this one yielded
     out_of_time,     // the deadline passed with expired markers left
-    extension_gone,  // inbox.messages does not exist (DROP EXTENSION)
+    extension_gone,  // the marker store does not exist (DROP EXTENSION)
 };
 
 struct PurgeProgress {
@@ -42,3 +42,12 @@ struct PurgeRun {
 PurgeProgress purge_expired_markers(const PurgeRun* run);
 
 const char* purge_outcome_name(PurgeOutcome outcome);
+
+// Logs what a purge of `database` deleted, at inbox.purge_log_level: `purger` is who ran it
+// ("inbox purge worker", a pg_cron job), `start` when it began.
+void log_purge(const char* purger, const char* database, const PurgeProgress& progress,
+               TimestampTz start);
+
+// Whether this node purges the markers of its database: always, except on a worker node of a
+// Citus cluster that distributes them, whose coordinator runs the one purge of the cluster.
+bool purges_here();

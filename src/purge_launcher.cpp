@@ -14,6 +14,8 @@ extern "C" {
 #include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
@@ -25,6 +27,7 @@ extern "C" {
 #include "purge_status.hpp"
 #include "purge_worker.hpp"
 #include "settings.hpp"
+#include "worker_session.hpp"
 
 namespace {
 
@@ -102,7 +105,10 @@ void follow_databases(Served* served, MemoryContext context) {
             served->entries = static_cast<ServedDatabase*>(
                 repalloc(served->entries, served->capacity * sizeof(ServedDatabase)));
         }
-        served->entries[served->count++] = {databases[j], nullptr, 0, {false, 0}};
+        served->entries[served->count++] = {.database = databases[j],
+                                            .worker = nullptr,
+                                            .last_run = 0,
+                                            .schedule = {.continue_now = false, .interval_ms = 0}};
     }
     pfree(databases);
 }
@@ -175,15 +181,16 @@ void register_purge_launcher() {
 }
 
 void inbox_purge_launcher_main(Datum) {
-    take_purge_process_signals();
+    take_worker_signals();
     BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
     pgstat_report_appname(purge_launcher_type);
 
     MemoryContext context =
         AllocSetContextCreate(TopMemoryContext, purge_launcher_type, ALLOCSET_DEFAULT_SIZES);
-    Served served = {
-        static_cast<ServedDatabase*>(MemoryContextAlloc(context, 16 * sizeof(ServedDatabase))), 0,
-        16};
+    Served served = {.entries = static_cast<ServedDatabase*>(
+                         MemoryContextAlloc(context, 16 * sizeof(ServedDatabase))),
+                     .count = 0,
+                     .capacity = 16};
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
@@ -196,6 +203,8 @@ void inbox_purge_launcher_main(Datum) {
         if (purge_worker_enabled) {
             follow_databases(&served, context);
             sleep_ms = start_due_workers(&served);
+        } else {
+            workers_turned_off();
         }
         MemoryContextSwitchTo(caller);
         pgstat_report_activity(STATE_IDLE, nullptr);

@@ -6,7 +6,9 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "postmaster/postmaster.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 }
 
 #include "pg/arguments.hpp"
@@ -18,6 +20,14 @@ namespace {
 // job name and user).
 constexpr const char* job_name = "inbox-purge";
 constexpr const char* job_command = "CALL inbox.purge()";
+
+// pg_cron's upsert keeps the host and port a job was first scheduled with, so a job scheduled
+// before cron.host was set (to a Unix socket, say) would keep failing to connect. Such a job is
+// replaced: scheduled anew with where the server listens now (a new job id).
+constexpr const char* unschedule_stale_job =
+    "SELECT cron.unschedule(jobid) FROM cron.job "
+    "WHERE jobname OPERATOR(pg_catalog.=) $1 AND username OPERATOR(pg_catalog.=) CURRENT_USER "
+    "AND (nodename OPERATOR(pg_catalog.<>) $2 OR nodeport OPERATOR(pg_catalog.<>) $3)";
 
 void require_pg_cron() {
     if (!OidIsValid(get_extension_oid("pg_cron", true)))
@@ -55,6 +65,15 @@ PGDLLEXPORT Datum inbox_schedule_purge(PG_FUNCTION_ARGS) {
     Oid argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
     Datum values[3] = {CStringGetTextDatum(job_name), PG_GETARG_DATUM(0),
                        CStringGetTextDatum(job_command)};
+    // cron.host is for superusers' eyes only in SQL; pg_cron defines it whenever it is loaded.
+    const char* host = GetConfigOption("cron.host", true, false);
+    if (host != nullptr) {
+        Oid where_types[3] = {TEXTOID, TEXTOID, INT4OID};
+        Datum where[3] = {values[0], CStringGetTextDatum(host), Int32GetDatum(PostPortNumber)};
+        Datum unscheduled = 0;
+        bool isnull = true;
+        run_cron_query(unschedule_stale_job, 3, where_types, where, &unscheduled, &isnull);
+    }
     Datum job_id = 0;
     bool isnull = true;
     run_cron_query("SELECT cron.schedule($1, $2, $3)", 3, argtypes, values, &job_id, &isnull);

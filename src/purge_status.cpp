@@ -23,7 +23,7 @@ constexpr const char* segment_name = "inbox_purge_workers";
 // Databases with the extension whose workers can report at once; beyond it they still purge.
 constexpr int max_worker_slots = 512;
 
-enum class WorkerState : int { idle, purging, standby };
+enum class WorkerState : int { idle, purging, standby, off };
 
 struct WorkerSlot {
     Oid database;  // InvalidOid: free
@@ -96,6 +96,8 @@ const char* state_name(WorkerState state) {
             return "purging";
         case WorkerState::standby:
             return "standby";
+        case WorkerState::off:
+            return "off";
     }
     return "unknown";
 }
@@ -117,12 +119,23 @@ void request_purge_status_memory() {
     pg::request_shared_segment(&segment);
 }
 
-void worker_starts(Oid database, bool standby) {
+void worker_starts(Oid database, bool standby, bool enabled) {
     update_slot(database, true, [&](WorkerSlot* slot) {
         slot->pid = MyProcPid;
-        slot->state = standby ? WorkerState::standby : WorkerState::idle;
+        slot->state = standby   ? WorkerState::standby
+                      : enabled ? WorkerState::idle
+                                : WorkerState::off;
         slot->process_deleted = 0;
     });
+}
+
+void workers_turned_off() {
+    if (status == nullptr) return;
+    LWLockAcquire(status->lock, LW_EXCLUSIVE);
+    for (WorkerSlot& slot : status->slots)
+        if (slot.database != InvalidOid && slot.state != WorkerState::standby)
+            slot.state = WorkerState::off;
+    LWLockRelease(status->lock);
 }
 
 void worker_cycle_begins(Oid database) {
@@ -145,7 +158,7 @@ void worker_cycle_progress(Oid database, int64 deleted) {
 CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
                               int interval_ms) {
     TimestampTz now = GetCurrentTimestamp();
-    CycleTotals totals = {now, deleted, batches};
+    CycleTotals totals = {.start = now, .deleted = deleted, .batches = batches};
     update_slot(database, true, [&](WorkerSlot* slot) {
         if (!slot->cycle_open) {  // the slot was taken over meanwhile: start afresh
             slot->cycle_open = true;
@@ -155,8 +168,10 @@ CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool f
         slot->cycle_batches += batches;
         slot->total_deleted += deleted;
         slot->process_deleted = 0;
-        slot->schedule = WorkerSchedule{!finished, interval_ms};
-        totals = {slot->cycle_start, slot->cycle_deleted, slot->cycle_batches};
+        slot->schedule = WorkerSchedule{.continue_now = !finished, .interval_ms = interval_ms};
+        totals = {.start = slot->cycle_start,
+                  .deleted = slot->cycle_deleted,
+                  .batches = slot->cycle_batches};
         if (finished) {
             slot->cycle_open = false;
             slot->last_cycle_start = slot->cycle_start;
@@ -198,7 +213,7 @@ void forget_workers_except(const Oid* databases, int count) {
 }
 
 WorkerSchedule worker_schedule(Oid database) {
-    WorkerSchedule schedule = {false, 0};
+    WorkerSchedule schedule = {.continue_now = false, .interval_ms = 0};
     if (status == nullptr) return schedule;
     LWLockAcquire(status->lock, LW_SHARED);
     WorkerSlot* slot = find_slot(database);

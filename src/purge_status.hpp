@@ -11,9 +11,12 @@ extern "C" {
 // Asks for the segment and its lock; from _PG_init, while shared_preload_libraries is processed.
 void request_purge_status_memory();
 
-// A worker process starts serving `database` (which has the extension): idle, or standby when
-// the server is in recovery. Creates the database's slot on first use.
-void worker_starts(Oid database, bool standby);
+// A worker process starts serving `database` (which has the extension): idle; standby when the
+// server is in recovery; off when inbox.purge_worker is off for the database, which it then
+// leaves to CALL inbox.purge() or a schedule. Creates the database's slot on first use.
+void worker_starts(Oid database, bool standby, bool enabled);
+// inbox.purge_worker is off for the whole server: no worker runs, every database shows off.
+void workers_turned_off();
 // The worker begins (or, after its predecessor ran out of time, continues) a purge cycle.
 void worker_cycle_begins(Oid database);
 // Markers deleted so far in this worker process's part of the cycle.

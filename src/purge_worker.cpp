@@ -5,7 +5,7 @@
 // CREATE DATABASE ... TEMPLATE unblocked.
 //
 // Workers connect as the bootstrap superuser, the one role that can connect to every database
-// whoever owns it, and delete the markers as the owner of inbox.messages (marker_table.hpp).
+// whoever owns it, and delete the markers as the owner of the marker store (marker_table.hpp).
 extern "C" {
 #include "postgres.h"
 #include "access/xact.h"
@@ -14,10 +14,13 @@ extern "C" {
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "utils/backend_status.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -25,6 +28,7 @@ extern "C" {
 #include "purge_status.hpp"
 #include "purge_worker.hpp"
 #include "settings.hpp"
+#include "worker_session.hpp"
 
 namespace {
 
@@ -33,49 +37,34 @@ constexpr long worker_time_budget_ms = 1000;
 Oid served_database = InvalidOid;
 char served_database_name[NAMEDATALEN];
 
-// The server-wide values (postgresql.conf, ALTER SYSTEM), read before the database's own
+// The server-wide value (postgresql.conf, ALTER SYSTEM), read before the database's own
 // settings apply.
 int server_batch_size = 0;
-int server_interval_ms = 0;
-
-// Settings that a database owner may give the database (ALTER DATABASE ... SET is open to the
-// owner for these) and that would stop or throttle the purge. The worker pins them for its
-// session, as autovacuum pins its own. inbox.purge_batch_size is pinned to the server-wide
-// value; inbox.retention, inbox.purge_interval and inbox.purge_worker only a superuser can set
-// for a database, so those per-database values are honoured.
-struct PinnedSetting {
-    const char* name;
-    const char* value;
-};
-constexpr PinnedSetting pinned_settings[] = {
-    {"default_transaction_read_only", "off"},
-    {"default_transaction_isolation", "read committed"},
-    {"statement_timeout", "0"},
-    {"lock_timeout", "0"},
-    {"idle_in_transaction_session_timeout", "0"},
-    {"search_path", "pg_catalog, pg_temp"},
-    {"enable_indexscan", "on"},
-    {"enable_indexonlyscan", "on"},
-    {"enable_bitmapscan", "on"},
-    {"enable_tidscan", "on"},
-};
 
 void remember_server_settings() {
     server_batch_size = purge_batch_size;
-    server_interval_ms = purge_interval_ms;
 }
 
+// inbox.purge_batch_size may be set for a database by its owner, and is pinned to the
+// server-wide value with the other settings the owner could use against the purge
+// (worker_session.hpp); inbox.retention, inbox.purge_interval and inbox.purge_worker only a
+// superuser can set for a database, so those per-database values are honoured.
 void pin_session_settings() {
-    for (const PinnedSetting& setting : pinned_settings)
-        SetConfigOption(setting.name, setting.value, PGC_SUSET, PGC_S_OVERRIDE);
+    pin_worker_settings();
     char batch_size[16];
     snprintf(batch_size, sizeof(batch_size), "%d", server_batch_size);
     SetConfigOption("inbox.purge_batch_size", batch_size, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
-// The database's own inbox.purge_interval, 0 when it has none.
+// The database's own inbox.purge_interval (ALTER DATABASE ... SET, or a setting of the role the
+// worker runs as), 0 when it follows the server-wide value, which the launcher itself reloads.
+// Told by where the value came from: a database's own value may equal the server-wide one.
 int database_interval_ms() {
-    return purge_interval_ms != server_interval_ms ? purge_interval_ms : 0;
+    struct config_generic** settings = get_guc_variables();
+    for (int i = 0; i < GetNumConfigOptions(); i++)
+        if (strcmp(settings[i]->name, "inbox.purge_interval") == 0)
+            return settings[i]->source >= PGC_S_GLOBAL ? purge_interval_ms : 0;
+    return 0;
 }
 
 void on_worker_exit(int, Datum) {
@@ -109,16 +98,12 @@ void purge_this_database() {
     CommitTransactionCommand();
 
     bool finished = progress.outcome != PurgeOutcome::out_of_time;
-    TimestampTz now = GetCurrentTimestamp();
     CycleTotals cycle = worker_cycle_ends(served_database, progress.deleted, progress.batches,
                                           finished, database_interval_ms());
     if (finished && cycle.deleted > 0)
-        ereport(purge_log_level,
-                (errmsg("%s of database \"%s\" deleted %lld expired markers in %lld batches "
-                        "in %ld ms (%s)",
-                        purge_worker_type, served_database_name, (long long)cycle.deleted,
-                        (long long)cycle.batches, TimestampDifferenceMilliseconds(cycle.start, now),
-                        purge_outcome_name(progress.outcome))));
+        log_purge(purge_worker_type, served_database_name,
+                  {.deleted = cycle.deleted, .batches = cycle.batches, .outcome = progress.outcome},
+                  cycle.start);
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
@@ -127,12 +112,17 @@ void serve_database() {
     bool installed = OidIsValid(get_extension_oid("inbox", true));
     bool standby = RecoveryInProgress();
     strlcpy(served_database_name, get_database_name(served_database), NAMEDATALEN);
+    // A Citus worker node leaves the distributed markers to the coordinator's purge, and so
+    // serves no database of its own here.
+    PushActiveSnapshot(GetTransactionSnapshot());
+    bool served_here = installed && purges_here();
+    PopActiveSnapshot();
     CommitTransactionCommand();
-    if (!installed) {
+    if (!served_here) {
         forget_worker(served_database);
         return;
     }
-    worker_starts(served_database, standby);
+    worker_starts(served_database, standby, purge_worker_enabled);
     if (standby || !purge_worker_enabled) return;
     StartTransactionCommand();
     purge_this_database();
@@ -141,7 +131,7 @@ void serve_database() {
 }  // namespace
 
 void inbox_purge_worker_main(Datum database) {
-    take_purge_process_signals();
+    take_worker_signals();
     served_database = DatumGetObjectId(database);
     remember_server_settings();
     BackgroundWorkerInitializeConnectionByOid(served_database, InvalidOid, 0);
@@ -153,10 +143,14 @@ void inbox_purge_worker_main(Datum database) {
     { serve_database(); }
     PG_CATCH();
     {
+        // Reported first, and recorded as reported: the log hooks of other libraries may name
+        // the error better (Citus turns the cancel of a distributed deadlock into one).
         MemoryContextSwitchTo(TopMemoryContext);
+        EmitErrorReport();
         ErrorData* error = CopyErrorData();
         worker_failed(served_database, error->message);
-        PG_RE_THROW();
+        FlushErrorState();
+        proc_exit(1);
     }
     PG_END_TRY();
     proc_exit(0);

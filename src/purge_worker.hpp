@@ -5,9 +5,6 @@
 
 extern "C" {
 #include "postgres.h"
-#include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
-#include "tcop/tcopprot.h"
 
 PGDLLEXPORT void inbox_purge_launcher_main(Datum);
 PGDLLEXPORT void inbox_purge_worker_main(Datum database);
@@ -16,13 +13,6 @@ PGDLLEXPORT void inbox_purge_worker_main(Datum database);
 // backend_type and application_name of the processes, as pg_stat_activity shows them.
 constexpr const char* purge_launcher_type = "inbox purge launcher";
 constexpr const char* purge_worker_type = "inbox purge worker";
-
-// SIGTERM ends the process at once; SIGHUP asks for a reload.
-inline void take_purge_process_signals() {
-    pqsignal(SIGHUP, SignalHandlerForConfigReload);
-    pqsignal(SIGTERM, die);
-    BackgroundWorkerUnblockSignals();
-}
 
 // From _PG_init, while shared_preload_libraries is processed: registers the launcher.
 void register_purge_launcher();

@@ -5,68 +5,61 @@ extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 }
 
 #include "claim.hpp"
 #include "consumer_registry.hpp"
 #include "marker_ops.hpp"
+#include "marker_table.hpp"
 #include "outcome.hpp"
+#include "payload_fingerprint.hpp"
 #include "pending_claims.hpp"
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
+#include "pg/subtransaction.hpp"
 
 namespace {
 
-// The fingerprint of a payload: PostgreSQL's 64-bit hash of its jsonb value, which is canonical
-// (keys sorted and unique, numbers compared by value: 1.0 and 1 are one payload).
 int64 fingerprint_of(Datum payload) {
-    return DatumGetInt64(DirectFunctionCall2(jsonb_hash_extended, payload, Int64GetDatum(0)));
+    return payload_fingerprint(DatumGetJsonbP(payload));
+}
+
+struct MarkerInsert {
+    int16 consumer;
+    StoredKey* key;
+    bool inserted;
+};
+
+// The insert of a no-wait receive, as the body of its subtransaction.
+void insert_within_a_millisecond(void* argument) {
+    auto* insert = static_cast<MarkerInsert*>(argument);
+    int nest_level = NewGUCNestLevel();
+    (void)set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                            0, false);
+    insert->inserted = insert_marker(insert->consumer, insert->key);
+    AtEOXact_GUC(true, nest_level);
 }
 
 // Inserts the marker unless another open transaction holds a copy, which then is answered
 // in_progress at once: the insert runs in a subtransaction whose lock_timeout is a millisecond,
-// whatever the session's lock_timeout says.
+// whatever the session's lock_timeout says. The table's own lock is taken before, with the
+// session's timeout, so that only a copy's transaction can make the answer in_progress (not DDL
+// on the table).
 bool insert_marker_without_waiting(int16 consumer, StoredKey* key, bool* in_progress) {
-    MemoryContext caller_context = CurrentMemoryContext;
-    ResourceOwner caller_owner = CurrentResourceOwner;
-    volatile bool inserted = false;  // assigned inside PG_TRY, read after a possible longjmp
-    *in_progress = false;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(caller_context);
-    PG_TRY();
-    {
-        int nest_level = NewGUCNestLevel();
-        (void)set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                                true, 0, false);
-        inserted = insert_marker(consumer, key);
-        AtEOXact_GUC(true, nest_level);
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(caller_context);
-        CurrentResourceOwner = caller_owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(caller_context);
-        ErrorData* error = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(caller_context);
-        CurrentResourceOwner = caller_owner;
-        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE) ReThrowError(error);
-        FreeErrorData(error);
-        *in_progress = true;
-    }
-    PG_END_TRY();
-    return inserted;
+    LockRelationOid(marker_store()->markers, RowExclusiveLock);
+    MarkerInsert insert = {consumer, key, false};
+    ErrorData* error = pg::run_in_subtransaction(insert_within_a_millisecond, &insert);
+    *in_progress = error != nullptr;
+    if (error == nullptr) return insert.inserted;
+    if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE) ReThrowError(error);
+    FreeErrorData(error);
+    return false;
 }
 
 struct Receipt {

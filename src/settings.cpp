@@ -1,12 +1,15 @@
-// Units and ranges are enforced by the GUC machinery, so every out-of-range value is refused
-// with SQLSTATE 22023 and a message naming the limits.
+// Units and ranges are enforced by the GUC machinery (inbox.retention's by its own check), so
+// every out-of-range or malformed value is refused with SQLSTATE 22023 and a message naming the
+// limits.
 extern "C" {
 #include "postgres.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 }
 
-#include <climits>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
 
 #include "settings.hpp"
 
@@ -16,24 +19,82 @@ int purge_interval_ms = 60 * 1000;
 bool purge_worker_enabled = true;
 int purge_log_level = LOG;
 bool track_stats = true;
+bool allow_drop_with_markers = false;
 int stats_max_consumers = 1000;
 int attempts_max_messages = 10000;
 
 namespace {
 
+// inbox.retention as given, and as parsed: the seconds, and where the value came from (kept with
+// the value, so that a RESET or a rollback that brings an older value back brings its source).
+char* purge_retention_text = nullptr;
+struct ParsedRetention {
+    int seconds;
+    GucSource source;
+};
+const ParsedRetention* retention_in_force = nullptr;
+
 const struct config_enum_entry purge_log_levels[] = {
     {"log", LOG, false}, {"debug1", DEBUG1, false}, {nullptr, 0, false}};
+
+constexpr const char* retention_hint =
+    "Write a number with its unit: '30d', '720h', '90min' or '3600s'.";
+
+// inbox.retention is text parsed here rather than an integer setting with a unit, because
+// PostgreSQL would take a bare number as seconds (a "30" meant as days would delete almost every
+// marker) and would report '500ms' as "0 s is outside the valid range".
+bool has_unit(const char* value) {
+    const char* end = value + strlen(value);
+    while (end > value && isspace(static_cast<unsigned char>(end[-1]))) end--;
+    return end > value && isalpha(static_cast<unsigned char>(end[-1]));
+}
+
+bool check_retention(char** newval, void** extra, GucSource source) {
+    int seconds = 0;
+    if (!has_unit(*newval)) {
+        GUC_check_errdetail("A number without a unit would be read as seconds.");
+        GUC_check_errhint("%s", retention_hint);
+        return false;
+    }
+    if (!parse_int(*newval, &seconds, GUC_UNIT_S, nullptr)) {
+        GUC_check_errdetail(
+            "inbox.retention is a duration from 1s to 68 years (2147483647s), with a unit: ms, s, "
+            "min, h or d.");
+        GUC_check_errhint("%s", retention_hint);
+        return false;
+    }
+    if (seconds < 1) {
+        GUC_check_errdetail(
+            "\"%s\" is under one second: markers are kept for whole seconds, 1s at least.",
+            *newval);
+        GUC_check_errhint("%s", retention_hint);
+        return false;
+    }
+    // The GUC machinery frees extra with free().
+    auto* parsed = static_cast<ParsedRetention*>(malloc(sizeof(ParsedRetention)));
+    if (parsed == nullptr) {
+        GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
+        return false;
+    }
+    *parsed = ParsedRetention{seconds, source};
+    *extra = parsed;
+    return true;
+}
+
+void assign_retention(const char*, void* extra) {
+    retention_in_force = static_cast<const ParsedRetention*>(extra);
+    purge_retention_s = retention_in_force->seconds;
+}
 
 void define_retention_settings() {
     // SUSET: a session of an ordinary user must not shorten the retention and drop markers whose
     // messages can still come back. Superusers set it in postgresql.conf, ALTER SYSTEM or
     // ALTER DATABASE ... SET (the value for that database's worker).
-    DefineCustomIntVariable(
+    DefineCustomStringVariable(
         "inbox.retention", "How long a marker is kept after it was processed.",
         "Markers older than this are deleted by inbox.purge() and the purge workers. Must exceed "
-        "every path by which a message can come back.",
-        &purge_retention_s, 30 * 24 * 3600, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, nullptr, nullptr,
-        nullptr);
+        "every path by which a message can come back. A duration with its unit, such as 30d.",
+        &purge_retention_text, "30d", PGC_SUSET, 0, check_retention, assign_retention, nullptr);
     // USERSET: the batch size only shapes the transactions of the caller's own purge (the
     // workers use the server-wide value).
     DefineCustomIntVariable("inbox.purge_batch_size", "Markers deleted per purge batch.",
@@ -54,6 +115,15 @@ void define_retention_settings() {
         "inbox.purge_log_level", "Level of the message logged for each purge cycle that deleted.",
         "log: every such cycle is in the server log; debug1: only with log_min_messages = debug1.",
         &purge_log_level, LOG, purge_log_levels, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+}
+
+void define_safety_settings() {
+    // USERSET: DROP EXTENSION needs the extension's owner anyway; this only says "I mean it".
+    DefineCustomBoolVariable(
+        "inbox.allow_drop_with_markers",
+        "Lets DROP EXTENSION inbox delete the markers when there are any.",
+        "Off, DROP EXTENSION inbox and DROP SCHEMA inbox CASCADE are refused while markers exist.",
+        &allow_drop_with_markers, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
 void define_statistics_settings() {
@@ -77,7 +147,13 @@ void define_statistics_settings() {
 
 }  // namespace
 
+bool retention_set_for_role() {
+    return retention_in_force != nullptr && (retention_in_force->source == PGC_S_USER ||
+                                             retention_in_force->source == PGC_S_DATABASE_USER);
+}
+
 void define_settings() {
     define_retention_settings();
     define_statistics_settings();
+    define_safety_settings();
 }

@@ -3,6 +3,9 @@
 
 // Seconds a marker is kept after processed_at (inbox.retention).
 extern int purge_retention_s;
+// Whether the inbox.retention in force is a role's own (ALTER ROLE ... SET), which the purge
+// workers do not follow.
+bool retention_set_for_role();
 // Markers deleted per batch (one transaction each when the purge commits between batches).
 extern int purge_batch_size;
 // Milliseconds between two purge cycles of a database's worker.
@@ -11,6 +14,8 @@ extern int purge_interval_ms;
 extern bool purge_worker_enabled;
 // The level of the message a worker logs for each cycle that deleted something (LOG or DEBUG1).
 extern int purge_log_level;
+// Whether DROP EXTENSION inbox may delete markers (inbox.allow_drop_with_markers).
+extern bool allow_drop_with_markers;
 // Whether claims are counted for inbox.stats.
 extern bool track_stats;
 // Consumers with counters of their own, all databases together (postmaster setting; defined

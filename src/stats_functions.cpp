@@ -10,6 +10,7 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
+#include "citus_counters.hpp"
 #include "stats_table.hpp"
 
 namespace {
@@ -45,7 +46,8 @@ void put_row(ReturnSetInfo* result, const char* consumer, const StatsCounters& c
 extern "C" {
 
 // One row per tracked consumer of the current database, then the database row (NULL consumer:
-// claims of consumers that found the table full). No rows without the preload.
+// claims of consumers that found the table full). No rows without the preload. On a Citus
+// coordinator, the counts of the whole cluster.
 PG_FUNCTION_INFO_V1(inbox_stats_counters);
 PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
@@ -53,6 +55,7 @@ PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
     if (!stats_table_available()) return (Datum)0;
 
     StatsSnapshot snapshot = stats_table_snapshot(MyDatabaseId);
+    add_worker_node_counters(&snapshot);
     for (int i = 0; i < snapshot.consumer_count; i++)
         put_row(result, snapshot.consumers[i].consumer, snapshot.consumers[i].counters,
                 snapshot.counting_since);
@@ -67,6 +70,7 @@ PGDLLEXPORT Datum inbox_stats_reset(PG_FUNCTION_ARGS) {
                         errmsg("inbox statistics are not being collected"),
                         errhint("Add inbox to shared_preload_libraries and restart the server.")));
     stats_table_reset(MyDatabaseId);
+    reset_worker_node_counters();
     PG_RETURN_VOID();
 }
 }

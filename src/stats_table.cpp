@@ -139,7 +139,8 @@ void save_counters(int code, Datum) {
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, table);
     while (auto* entry = static_cast<StatsEntry*>(hash_seq_search(&scan))) {
-        DumpedEntry dumped{entry->key, entry->counters, entry->reset_at};
+        DumpedEntry dumped{
+            .key = entry->key, .counters = entry->counters, .reset_at = entry->reset_at};
         pg::write_state(&writer, &dumped, sizeof(dumped));
     }
     pg::finish_state_file(&writer);

@@ -29,7 +29,7 @@ suites=("$@")
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
 # The copy of the tree that make installcheck runs in: it writes its results beside the tests.
-cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,src,sql,expected,test} "$work/"
+cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,src,sql,expected,test,docs} "$work/"
 rm -f "$work"/src/*.[od] "$work"/src/pg/*.[od]
 # TMPDIR of make installcheck, where pg_regress and the TAP nodes put their sockets: writable
 # by the cluster user, whatever the caller's TMPDIR is.

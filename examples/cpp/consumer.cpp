@@ -1,19 +1,21 @@
 // An idempotent consumer with inbox, in C++ (libpqxx 6.4; Debian: libpqxx-dev).
 //
 // Applies payment messages to account balances exactly once, however often the broker delivers
-// them. The loop is broker-agnostic: receive_batch() stands in for your broker's client and ack()
-// for its acknowledgement. Each batch is one transaction: claim every message with the inbox,
-// apply the payments claimed now, commit, then ack the whole batch. The transaction is retried on
-// serialization failures (40001) and deadlocks (40P01).
+// them. The loop is broker-agnostic: broker stands in for your broker's client. Each batch is one
+// transaction: inbox.apply_batch claims every message and runs the handler apply_payment(jsonb)
+// for the new ones, each in a subtransaction of its own. After the commit, each message is acked,
+// nacked (its handler failed: the broker delivers it again) or dead-lettered (it failed
+// max_attempts times: poisoned). The transaction is retried on serialization failures (40001)
+// and deadlocks (40P01).
 //
-//     CREATE EXTENSION inbox;
-//     CREATE TABLE accounts (id text PRIMARY KEY, balance numeric NOT NULL);
-//
+// The database: examples/schema.sql (the accounts table, the handler, max_attempts).
 // Connects with the PG* environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, ...).
 // Build: make (or g++ -std=c++17 -o consumer consumer.cpp -lpqxx -lpq)
 
 #include <cstdio>
-#include <set>
+#include <deque>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,32 +24,66 @@
 namespace {
 
 const char* const consumer_name = "payments";
-constexpr int max_attempts = 5;
+const char* const handler = "apply_payment(jsonb)";
+constexpr int max_transaction_attempts = 5;
 
+// A message as the broker hands it over: its id and its JSON body.
 struct message {
     std::string id;
-    std::string account;
-    int amount;
+    std::string body;
 };
 
 // ---------------------------------------------------------------------------- the inbox
 
-// The one place that talks to the inbox. Returns the ids claimed now (first deliveries: do their
-// work in this transaction); the others were already processed.
-//
-// Each id is claimed once, in sorted order (std::set), so that two instances claiming
-// overlapping batches take their locks in the same order. With inbox 1.1 this becomes one call,
-// `SELECT inbox.claim_batch($1, $2)` with the ids as a text[], which does the same; and a message
-// whose inbox.receive() outcome is 'poisoned' goes to the dead-letter queue.
-std::set<std::string> claim(pqxx::work& tx, const std::vector<message>& batch) {
-    std::set<std::string> ids;
-    for (const auto& m : batch) ids.insert(m.id);
-    std::set<std::string> claimed;
-    for (const auto& id : ids) {
-        if (tx.exec_params1("SELECT inbox.claim($1, $2)", consumer_name, id)[0].as<bool>())
-            claimed.insert(id);
+// A JSON string literal.
+std::string json_string(const std::string& text) {
+    std::string quoted = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            quoted += '\\';
+            quoted += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+            quoted += escaped;
+        } else {
+            quoted += c;
+        }
     }
-    return claimed;
+    return quoted + "\"";
+}
+
+// One transaction: each message's outcome, in the order of the batch (processed, duplicate,
+// failed or poisoned).
+std::vector<std::string> apply_batch(pqxx::connection& conn, const std::vector<message>& batch) {
+    std::string messages = "[";
+    for (const auto& m : batch) {
+        if (messages.size() > 1) messages += ", ";
+        messages += "{\"id\": " + json_string(m.id) + ", \"payload\": " + m.body + "}";
+    }
+    messages += "]";
+
+    pqxx::work tx(conn);
+    pqxx::result rows = tx.exec_params("SELECT outcome FROM inbox.apply_batch($1, $2, $3)",
+                                       consumer_name, handler, messages);
+    tx.commit();
+    std::vector<std::string> outcomes;
+    for (const auto& row : rows) outcomes.push_back(row[0].as<std::string>());
+    return outcomes;
+}
+
+std::vector<std::string> apply_with_retries(pqxx::connection& conn,
+                                            const std::vector<message>& batch, int& retries) {
+    for (int attempt = 1;; attempt++) {
+        try {
+            return apply_batch(conn, batch);
+        } catch (const pqxx::serialization_failure&) {
+            if (attempt == max_transaction_attempts) throw;
+        } catch (const pqxx::deadlock_detected&) {
+            if (attempt == max_transaction_attempts) throw;
+        }
+        retries++;
+    }
 }
 
 // ---------------------------------------------------------------------------- the broker
@@ -55,79 +91,78 @@ std::set<std::string> claim(pqxx::work& tx, const std::vector<message>& batch) {
 message payment(int i) {
     char id[16];
     std::snprintf(id, sizeof id, "pay-%04d", i);
-    return {id, "acct-" + std::to_string(i % 5), (i * 37) % 1000 + 1};
+    return {id, "{\"account\": \"acct-" + std::to_string(i % 5) +
+                    "\", \"amount\": " + std::to_string((i * 37) % 1000 + 1) + "}"};
 }
 
-// Stands in for the broker, which delivers at least once: payments 1 to 120 in batches of 10;
-// every 7th payment is delivered twice in its batch, and each batch starts with the first message
-// of the previous one again (its ack was lost).
-std::vector<std::vector<message>> receive_batches() {
-    std::vector<std::vector<message>> batches;
-    std::vector<message> redelivery;
-    for (int start = 1; start <= 120; start += 10) {
-        std::vector<message> batch = redelivery;
-        for (int i = start; i < start + 10; i++) batch.push_back(payment(i));
-        for (int i = start; i < start + 10; i++)
-            if (i % 7 == 0) batch.push_back(payment(i));
-        redelivery = {payment(start)};
-        batches.push_back(batch);
+// Stands in for your broker, which delivers at least once: payments 1 to 120, every 7th one
+// published twice, and one malformed payment; in batches of 10. Every 10th ack is lost, so that
+// its message comes back in the next batch; a nacked message comes back later.
+class broker {
+  public:
+    broker() {
+        for (int i = 1; i <= 120; i++) {
+            queue_.push_back(payment(i));
+            if (i % 7 == 0) queue_.push_back(payment(i));
+            if (i == 3)
+                queue_.push_back({"pay-malformed", R"({"account": "acct-0", "amount": "twelve"})"});
+        }
     }
-    return batches;
-}
 
-// Stands in for the broker's acknowledgement, sent only after the commit.
-void ack(const std::vector<message>&) {}
+    std::vector<message> receive() {
+        std::vector<message> batch;
+        batch.swap(redelivered_);
+        for (int i = 0; i < 10 && !queue_.empty(); i++) {
+            batch.push_back(queue_.front());
+            queue_.pop_front();
+        }
+        delivered_ += static_cast<int>(batch.size());
+        return batch;
+    }
 
-// ---------------------------------------------------------------------------- the consumer
+    void ack(const message& m) {
+        if (++acks_ % 10 == 0) redelivered_.push_back(m);
+    }
+    void nack(const message& m) { queue_.push_back(m); }
+    void dead_letter(const message&) {}
+    int delivered() const { return delivered_; }
 
-struct counts {
-    int processed = 0;
-    int skipped = 0;
+  private:
+    std::deque<message> queue_;
+    std::vector<message> redelivered_;
+    int acks_ = 0;
+    int delivered_ = 0;
 };
 
-// One transaction.
-counts apply_batch(pqxx::connection& conn, const std::vector<message>& batch) {
-    counts c;
-    pqxx::work tx(conn);
-    std::set<std::string> todo = claim(tx, batch);
-    for (const auto& m : batch) {
-        if (todo.erase(m.id) == 0) {
-            c.skipped++;  // a duplicate: already processed, here or earlier in this batch
-            continue;
-        }
-        tx.exec_params0(
-            "INSERT INTO accounts (id, balance) VALUES ($1, $2) "
-            "ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + EXCLUDED.balance",
-            m.account, m.amount);
-        c.processed++;
-    }
-    tx.commit();
-    return c;
-}
-
 }  // namespace
+
+// ---------------------------------------------------------------------------- the consumer
 
 int main() {
     try {
         pqxx::connection conn("");
-        int processed = 0, skipped = 0, retries = 0;
-        for (const auto& batch : receive_batches()) {
-            for (int attempt = 1;; attempt++) {
-                try {
-                    counts c = apply_batch(conn, batch);
-                    processed += c.processed;
-                    skipped += c.skipped;
-                    break;
-                } catch (const pqxx::serialization_failure&) {
-                    if (attempt == max_attempts) throw;
-                } catch (const pqxx::deadlock_detected&) {
-                    if (attempt == max_attempts) throw;
-                }
-                retries++;
+        broker broker;
+        std::map<std::string, int> totals = {
+            {"processed", 0}, {"duplicate", 0}, {"failed", 0}, {"poisoned", 0}};
+        int retries = 0;
+        for (auto batch = broker.receive(); !batch.empty(); batch = broker.receive()) {
+            std::vector<std::string> outcomes = apply_with_retries(conn, batch, retries);
+            for (size_t i = 0; i < batch.size(); i++) {
+                const std::string& outcome = outcomes.at(i);
+                totals[outcome]++;
+                if (outcome == "processed" || outcome == "duplicate")
+                    broker.ack(batch[i]);
+                else if (outcome == "failed")
+                    broker.nack(batch[i]);
+                else if (outcome == "poisoned")
+                    broker.dead_letter(batch[i]);
+                else
+                    throw std::runtime_error(batch[i].id + ": unexpected outcome " + outcome);
             }
-            ack(batch);
         }
-        std::printf("processed=%d skipped=%d retries=%d\n", processed, skipped, retries);
+        std::printf("delivered=%d processed=%d duplicate=%d failed=%d poisoned=%d retries=%d\n",
+                    broker.delivered(), totals["processed"], totals["duplicate"], totals["failed"],
+                    totals["poisoned"], retries);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());

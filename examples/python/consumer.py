@@ -2,103 +2,112 @@
 """An idempotent consumer with inbox, in Python (psycopg 3; Debian: python3-psycopg).
 
 Applies payment messages to account balances exactly once, however often the broker delivers
-them. The loop is broker-agnostic: receive_batch() stands in for your broker's client and ack()
-for its acknowledgement. Each batch is one transaction: claim every message with the inbox,
-apply the payments claimed now, commit, then ack the whole batch. The transaction is retried
-on serialization failures (40001) and deadlocks (40P01).
+them. The loop is broker-agnostic: Broker stands in for your broker's client. Each batch is one
+transaction: inbox.apply_batch claims every message and runs the handler apply_payment(jsonb)
+for the new ones, each in a subtransaction of its own. After the commit, each message is acked,
+nacked (its handler failed: the broker delivers it again) or dead-lettered (it failed
+max_attempts times: poisoned). The transaction is retried on serialization failures (40001)
+and deadlocks (40P01).
 
-    CREATE EXTENSION inbox;
-    CREATE TABLE accounts (id text PRIMARY KEY, balance numeric NOT NULL);
-
+The database: examples/schema.sql (the accounts table, the handler, max_attempts).
 Connects with the PG* environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, ...).
 """
 
+import collections
+
 import psycopg
 import psycopg.errors
+from psycopg.types.json import Jsonb
 
 CONSUMER = "payments"
-MAX_ATTEMPTS = 5
+HANDLER = "apply_payment(jsonb)"
+MAX_TRANSACTION_ATTEMPTS = 5
 
 
 # ---------------------------------------------------------------------------- the inbox
 
 
-def claim(cur, message_ids):
-    """The one place that talks to the inbox. Returns the set of ids claimed now (first
-    deliveries: do their work in this transaction); the others were already processed.
+def apply_batch(conn, batch):
+    """One transaction: returns each message's outcome, in the order of the batch
+    (processed, duplicate, failed or poisoned)."""
+    messages = [{"id": message["id"], "payload": message["payment"]} for message in batch]
+    with conn.transaction():
+        rows = conn.execute("SELECT outcome FROM inbox.apply_batch(%s, %s, %s)",
+                            (CONSUMER, HANDLER, Jsonb(messages))).fetchall()
+    return [outcome for (outcome,) in rows]
 
-    Each id is claimed once, in sorted order, so that two instances claiming overlapping
-    batches take their locks in the same order. With inbox 1.1 this becomes one call,
-    `SELECT inbox.claim_batch(%s, %s)` with (CONSUMER, message_ids), which does the same; and a
-    message whose inbox.receive() outcome is 'poisoned' goes to the dead-letter queue."""
-    claimed = set()
-    for message_id in sorted(set(message_ids)):
-        cur.execute("SELECT inbox.claim(%s, %s)", (CONSUMER, message_id))
-        if cur.fetchone()[0]:
-            claimed.add(message_id)
-    return claimed
+
+def apply_with_retries(conn, batch, totals):
+    for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
+        try:
+            return apply_batch(conn, batch)
+        except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected):
+            if attempt == MAX_TRANSACTION_ATTEMPTS:
+                raise
+            totals["retries"] += 1
 
 
 # ---------------------------------------------------------------------------- the broker
 
 
 def payment(i):
-    return {"id": f"pay-{i:04d}", "account": f"acct-{i % 5}", "amount": (i * 37) % 1000 + 1}
+    return {"id": f"pay-{i:04d}",
+            "payment": {"account": f"acct-{i % 5}", "amount": (i * 37) % 1000 + 1}}
 
 
-def receive_batch():
-    """Stands in for the broker, which delivers at least once: payments 1 to 120 in batches of
-    10; every 7th payment is delivered twice in its batch, and each batch starts with the first
-    message of the previous one again (its ack was lost)."""
-    redelivery = []
-    for start in range(1, 121, 10):
-        batch = [payment(i) for i in range(start, start + 10)]
-        batch += [payment(i) for i in range(start, start + 10) if i % 7 == 0]
-        yield redelivery + batch
-        redelivery = [batch[0]]
+class Broker:
+    """Stands in for your broker, which delivers at least once: payments 1 to 120, every 7th
+    one published twice, and one malformed payment; in batches of 10. Every 10th ack is lost,
+    so that its message comes back in the next batch; a nacked message comes back later."""
 
+    def __init__(self):
+        self.queue = collections.deque()
+        for i in range(1, 121):
+            self.queue.extend([payment(i)] * (2 if i % 7 == 0 else 1))
+            if i == 3:
+                self.queue.append({"id": "pay-malformed",
+                                   "payment": {"account": "acct-0", "amount": "twelve"}})
+        self.redelivered = []
+        self.acks = 0
+        self.delivered = 0
 
-def ack(batch):
-    """Stands in for the broker's acknowledgement, sent only after the commit."""
+    def receive(self):
+        batch = self.redelivered + [self.queue.popleft() for _ in range(min(10, len(self.queue)))]
+        self.redelivered = []
+        self.delivered += len(batch)
+        return batch
+
+    def ack(self, message):
+        self.acks += 1
+        if self.acks % 10 == 0:
+            self.redelivered.append(message)
+
+    def nack(self, message):
+        self.queue.append(message)
+
+    def dead_letter(self, message):
+        pass
 
 
 # ---------------------------------------------------------------------------- the consumer
 
 
-def apply_batch(conn, batch):
-    """One transaction: returns (processed, skipped)."""
-    processed = skipped = 0
-    with conn.transaction(), conn.cursor() as cur:
-        todo = claim(cur, [message["id"] for message in batch])
-        for message in batch:
-            if message["id"] not in todo:
-                skipped += 1  # a duplicate: already processed, here or earlier in this batch
-                continue
-            todo.discard(message["id"])
-            cur.execute(
-                "INSERT INTO accounts (id, balance) VALUES (%s, %s) "
-                "ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + EXCLUDED.balance",
-                (message["account"], message["amount"]))
-            processed += 1
-    return processed, skipped
-
-
 def main():
-    totals = {"processed": 0, "skipped": 0, "retries": 0}
+    broker = Broker()
+    totals = collections.Counter(processed=0, duplicate=0, failed=0, poisoned=0, retries=0)
     with psycopg.connect(autocommit=True) as conn:  # transactions are explicit
-        for batch in receive_batch():
-            for attempt in range(1, MAX_ATTEMPTS + 1):
-                try:
-                    processed, skipped = apply_batch(conn, batch)
-                    break
-                except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected):
-                    if attempt == MAX_ATTEMPTS:
-                        raise
-                    totals["retries"] += 1
-            ack(batch)
-            totals["processed"] += processed
-            totals["skipped"] += skipped
-    print(" ".join(f"{k}={v}" for k, v in totals.items()))
+        while batch := broker.receive():
+            for message, outcome in zip(batch, apply_with_retries(conn, batch, totals)):
+                totals[outcome] += 1
+                if outcome in ("processed", "duplicate"):
+                    broker.ack(message)
+                elif outcome == "failed":
+                    broker.nack(message)
+                elif outcome == "poisoned":
+                    broker.dead_letter(message)
+                else:
+                    raise RuntimeError(f"{message['id']}: unexpected outcome {outcome}")
+    print(f"delivered={broker.delivered} " + " ".join(f"{k}={v}" for k, v in totals.items()))
 
 
 if __name__ == "__main__":

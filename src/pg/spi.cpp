@@ -2,8 +2,20 @@
 
 namespace pg {
 
+namespace {
+
+void connect_with(int options) {
+    if (SPI_connect_ext(options) != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+}
+
+}  // namespace
+
 void spi_connect() {
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    connect_with(0);
+}
+
+void spi_connect_nonatomic() {
+    connect_with(SPI_OPT_NONATOMIC);
 }
 
 SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes) {

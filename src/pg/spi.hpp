@@ -10,6 +10,9 @@ namespace pg {
 
 // SPI_connect, or an error saying it failed.
 void spi_connect();
+// The same for a procedure called outside a transaction block, whose connection may commit
+// (SPI_commit) and go on in a new transaction.
+void spi_connect_nonatomic();
 
 // The plan of `sql`, prepared once and kept for the backend's life (SPI_keepplan): the plan
 // cache re-plans it when anything it depends on changes. Works inside or outside an SPI

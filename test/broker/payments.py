@@ -6,8 +6,8 @@
 
 run publishes a few thousand payments (about 10% of them twice, as a producer retrying after a
 lost confirm) to a private RabbitMQ node while several consumer processes work the queue with
-manual acks. Each consumer claims a delivery with the inbox and applies the payment to an
-accounts table in ONE transaction, commits, then acks. Some deliveries are nacked with requeue
+manual acks. Each consumer receives a delivery with the inbox (inbox.receive) and applies the
+payment to an accounts table in ONE transaction, commits, then acks. Some deliveries are nacked with requeue
 after the commit, so that they come back as duplicates; one consumer is killed with SIGKILL
 between claim and commit, so that its messages come back to the others.
 
@@ -30,6 +30,7 @@ import time
 import pika
 import psycopg
 import psycopg.errors
+from psycopg.types.json import Jsonb
 
 CONSUMER = "payments"  # the inbox consumer: one subscriber, run as several instances
 QUEUE = "payments"
@@ -50,16 +51,15 @@ NACK_HEADER = "x-test-nack-after-commit"
 # ---------------------------------------------------------------------------- the consumer
 
 
-def claim_messages(cur, message_ids):
-    """The one inbox call: returns the ids of message_ids claimed now (first deliveries), in
-    order. 1.0 API: one inbox.claim per id. With 1.1 this becomes one call,
-    SELECT inbox.claim_batch(%s, %s), with (CONSUMER, message_ids)."""
-    claimed = []
-    for message_id in message_ids:
-        cur.execute("SELECT inbox.claim(%s, %s)", (CONSUMER, message_id))
-        if cur.fetchone()[0]:
-            claimed.append(message_id)
-    return claimed
+def receive(cur, message_id, payment):
+    """The one inbox call: the delivery's outcome, "processed" (first delivery: do the work in
+    this transaction) or "duplicate". The payload's fingerprint is kept with the marker, so a
+    copy whose body differed would be "payload_mismatch"."""
+    cur.execute("SELECT (inbox.receive(%s, %s, %s)).outcome", (CONSUMER, message_id, Jsonb(payment)))
+    outcome = cur.fetchone()[0]
+    if outcome not in ("processed", "duplicate"):
+        raise RuntimeError(f"{message_id}: unexpected outcome {outcome}")
+    return outcome
 
 
 def apply_payment(cur, message_id, payment):
@@ -108,7 +108,7 @@ def consume(args):
         for attempt in range(10):
             try:
                 with conn.transaction():
-                    first = bool(claim_messages(cur, [message_id]))
+                    first = receive(cur, message_id, payment) == "processed"
                     if first:
                         apply_payment(cur, message_id, payment)
                         if stall:

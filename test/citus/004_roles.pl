@@ -1,6 +1,11 @@
-# A claim by an application role (EXECUTE on the functions, no privilege on the marker table)
-# costs what the same claim costs the table's owner: a marker and a business row on one worker
-# commit over one connection, without two-phase commit, co-located or not.
+# What a claim by an application role (EXECUTE on the functions, no privilege on the markers)
+# costs on Citus. The claim writes the marker as the owner of the markers, and Citus keeps one
+# connection per node and user: the owner's connection and the role's own are two. So a claim
+# alone, or the owner's claim beside its own writes on one worker, commits over one connection;
+# the role's claim beside its writes on the same worker commits over two, with two-phase commit,
+# and Citus refuses the role's write to a shard co-located with a marker written in the same
+# transaction. A function delegated to the marker's worker runs both there, over the role's one
+# connection: the way to keep the work and the marker on one node without two-phase commit.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,28 +16,32 @@ use CitusTest;
 my $cluster = citus_cluster('roles', 'citus.recover_2pc_interval = -1');
 my $coordinator = $cluster->{coordinator};
 
-distribute_table($cluster, 'inbox.messages', 'message_id');
+distribute_inbox($cluster);
 $coordinator->safe_psql('postgres', q{
     CREATE ROLE app LOGIN;
-    GRANT USAGE ON SCHEMA inbox TO app;
-    GRANT EXECUTE ON FUNCTION inbox.claim(text, text) TO app;
-    -- co-located with the markers: the same key, type and collation
-    CREATE TABLE invoices (id text COLLATE "C" PRIMARY KEY, paid int NOT NULL DEFAULT 0);
-    -- the same shard count and key, in a co-location group of its own
-    CREATE TABLE ledger (id text COLLATE "C" PRIMARY KEY, amount int NOT NULL DEFAULT 0);
+    -- on every node: Citus copies no GRANT on an extension's functions to the workers
+    SELECT inbox.grant_access('app', 'consume');
+    GRANT EXECUTE ON FUNCTION inbox.message_key(text) TO app;
+    -- co-located with the markers: keyed by the stored form of the message id
+    CREATE TABLE payments (message_key bytea PRIMARY KEY, paid int NOT NULL DEFAULT 0);
+    -- keyed by the message id as text, in a co-location group of its own
+    CREATE TABLE ledger (id text PRIMARY KEY, amount int NOT NULL DEFAULT 0);
 });
-distribute_table($cluster, 'invoices', 'id', colocate_with => 'inbox.messages');
-distribute_table($cluster, 'ledger', 'id', colocate_with => 'none');
+distribute_table($cluster, 'payments', 'message_key', colocate_with => 'inbox.markers');
+distribute_table($cluster, 'ledger', 'id');
 $coordinator->safe_psql('postgres', q{
-    INSERT INTO invoices SELECT 'k-' || g FROM generate_series(1, 20) g;
-    INSERT INTO ledger SELECT 'k-' || g FROM generate_series(1, 20) g;
-    GRANT SELECT, UPDATE ON invoices, ledger TO app;
+    INSERT INTO payments SELECT inbox.message_key('k-' || g) FROM generate_series(1, 40) g;
+    INSERT INTO ledger SELECT 'k-' || g FROM generate_series(1, 40) g;
+    GRANT SELECT, UPDATE ON payments, ledger TO app;
 });
+is( join(' ', on_nodes($cluster,
+	q{SELECT has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')})),
+	't t t', 'inbox.grant_access on the coordinator grants on every node');
 
-# Keys whose marker shard and ledger shard are on the same worker.
-my @keys = grep { shard_node($cluster, 'inbox.messages', $_) eq shard_node($cluster, 'ledger', $_) }
-  map { "k-$_" } 1 .. 20;
-cmp_ok(scalar(@keys), '>=', 4, 'keys whose marker and ledger row share a worker');
+# Keys whose marker and ledger row share a worker.
+my @keys = grep { marker_node($cluster, $_) eq shard_node($cluster, 'ledger', "'$_'") }
+  map { "k-$_" } 1 .. 40;
+cmp_ok(scalar(@keys), '>=', 6, 'keys whose marker and ledger row share a worker');
 
 # Runs $sql in one transaction as $role, from the coordinator: the error ('' for none) and the
 # number of transactions Citus prepared for it.
@@ -48,33 +57,66 @@ sub transaction_as
 	return ($error, remote_prepares($cluster, $pid));
 }
 
+sub committed
+{
+	my ($key) = @_;
+	return $coordinator->safe_psql('postgres', qq{
+		SELECT (SELECT count(*) FROM inbox.markers WHERE message_key = inbox.message_key('$key'))
+		       || '|' || (SELECT amount FROM ledger WHERE id = '$key')
+		       || '|' || (SELECT paid FROM payments WHERE message_key = inbox.message_key('$key'))});
+}
+
 my ($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles', '$keys[0]')});
 is("$error|$prepares", '|0', 'application role, a claim alone: one connection, no 2PC');
 
 ($error, $prepares) = transaction_as('postgres', qq{SELECT inbox.claim('roles', '$keys[1]');
-    UPDATE invoices SET paid = paid + 1 WHERE id = '$keys[1]'});
+    UPDATE payments SET paid = paid + 1 WHERE message_key = inbox.message_key('$keys[1]')});
 is("$error|$prepares", '|0', 'table owner, claim and co-located write: one connection, no 2PC');
 
 ($error, $prepares) = transaction_as('postgres', qq{SELECT inbox.claim('roles', '$keys[2]');
     UPDATE ledger SET amount = amount + 1 WHERE id = '$keys[2]'});
 is("$error|$prepares", '|0', 'table owner, claim and a write on the same worker: no 2PC');
 
-TODO:
-{
-	local $TODO =
-	  'issue 11 (4): the claim writes as the marker table\'s owner, over a connection of its own';
-	($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles-app', '$keys[1]');
-        UPDATE invoices SET paid = paid + 1 WHERE id = '$keys[1]'});
-	is($error, '', 'application role, claim and co-located write: the transaction commits');
+($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles', '$keys[3]');
+    UPDATE ledger SET amount = amount + 1 WHERE id = '$keys[3]'});
+is("$error|$prepares", '|2',
+	'application role, claim and a write on the same worker: two connections, two-phase commit');
+is(committed($keys[3]), '1|1|0', 'the marker and the ledger write committed together');
 
-	($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles', '$keys[3]');
-        UPDATE ledger SET amount = amount + 1 WHERE id = '$keys[3]'});
-	is("$error|$prepares", '|0', 'application role, claim and a write on the same worker: no 2PC');
-}
-is( $coordinator->safe_psql('postgres',
-		qq{SELECT amount || '|' || (SELECT count(*) FROM inbox.messages WHERE message_id = '$keys[3]')
-		   FROM ledger WHERE id = '$keys[3]'}),
-	'1|1', 'the application role\'s marker and ledger write committed together');
+($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles', '$keys[4]');
+    UPDATE payments SET paid = paid + 1 WHERE message_key = inbox.message_key('$keys[4]')});
+like($error, qr/cannot perform query on placements that were modified in this transaction by a different user/,
+	'application role, claim and a co-located write: Citus refuses the second user on the shard');
+is(committed($keys[4]), '0|0|0', 'and nothing of that transaction was written');
+
+# The unit of work as a function that Citus delegates to the worker of the message's marker
+# (and of its payment): the claim and the payment run there, over the role's one connection.
+$coordinator->safe_psql('postgres', q{
+    CREATE FUNCTION pay(key bytea, message_id text) RETURNS boolean LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT inbox.claim('roles', message_id) THEN
+            RETURN false;
+        END IF;
+        UPDATE payments SET paid = paid + 1 WHERE message_key = key;
+        RETURN true;
+    END $$;
+    SELECT create_distributed_function('pay(bytea, text)', 'key', colocate_with := 'inbox.markers');
+    GRANT EXECUTE ON FUNCTION pay(bytea, text) TO app;
+});
+my (undef, $output, $messages) = $coordinator->psql('postgres', qq{
+    SELECT pg_backend_pid();
+    SET client_min_messages = debug1;
+    SELECT pay(inbox.message_key('$keys[5]'), '$keys[5]');
+    RESET client_min_messages;
+    SELECT pay(inbox.message_key('$keys[5]'), '$keys[5]')}, extra_params => [ '-U', 'app' ]);
+my ($pid, @answers) = split /\n/, $output;
+is("@answers", 't f', 'application role, a delegated function: processed, then a duplicate');
+like($messages, qr/pushing down the function call/, 'Citus ran it on the worker');
+is(committed($keys[5]), '1|0|1', 'the marker and the payment committed, once');
+is(remote_prepares($cluster, $pid), '0', 'without two-phase commit');
+is( join(' ', map { $_->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_transaction') }
+		  @{ $cluster->{workers} }),
+	'0 0', 'nor one that the worker started itself');
 
 $_->stop for @{ $cluster->{nodes} };
 done_testing();

@@ -1,7 +1,7 @@
 # Helpers of the Citus suite (test/citus/*.pl): a coordinator and two workers with Citus and
-# the library preloaded, the extension created on the coordinator (Citus propagates it), and
-# helpers that know nothing of how the markers are stored, so that they serve whatever table
-# holds them in a later version.
+# the library preloaded, the extension created on the coordinator (Citus propagates it), its
+# tables distributed the supported way (inbox.distribute), and what the tests ask of Citus's
+# catalogs.
 #
 # A test file starts with
 #	use CitusTest;
@@ -17,8 +17,9 @@ use Test::More;
 use Exporter 'import';
 use InboxTest;
 
-our @EXPORT = qw(citus_installed citus_cluster distribute_table on_nodes
-  shard_placements shard_node shard_tables psql_error remote_prepares);
+our @EXPORT = qw(citus_installed citus_cluster distribute_inbox distribute_table on_nodes
+  shard_placements shard_node marker_node shard_tables psql_error remote_prepares
+  insert_markers);
 
 # Settings of every node.
 #  - citus.node_conninfo: Citus built with OpenSSL defaults to sslmode=require, and then its
@@ -80,15 +81,30 @@ sub citus_cluster
 	return { coordinator => $coordinator, workers => \@workers, nodes => \@nodes };
 }
 
+# inbox.distribute(), with its arguments as options (distribution_column => 'consumer_id',
+# shard_count => 8, colocate_with => 'payments').
+sub distribute_inbox
+{
+	my ($cluster, %options) = @_;
+	return $cluster->{coordinator}->safe_psql('postgres',
+		'SELECT inbox.distribute(' . named_arguments(%options) . ')');
+}
+
 # create_distributed_table($table, $column), with the other arguments as options
 # (colocate_with => 'other_table', shard_count => 8).
 sub distribute_table
 {
 	my ($cluster, $table, $column, %options) = @_;
-	my $arguments = join('',
-		map { ", $_ := " . sql_literal($options{$_}) } sort keys %options);
+	my $arguments = named_arguments(%options);
+	$arguments = ", $arguments" if $arguments ne '';
 	return $cluster->{coordinator}->safe_psql('postgres',
 		"SELECT create_distributed_table('$table', '$column'$arguments)");
+}
+
+sub named_arguments
+{
+	my (%options) = @_;
+	return join(', ', map { "$_ := " . sql_literal($options{$_}) } sort keys %options);
 }
 
 sub sql_literal
@@ -124,16 +140,23 @@ sub shard_placements
 }
 
 # The node ('worker1', 'worker2' or 'coordinator') that holds the row of $table whose
-# distribution column is $value.
+# distribution column is the value of the SQL expression $value.
 sub shard_node
 {
 	my ($cluster, $table, $value) = @_;
 	my $port = $cluster->{coordinator}->safe_psql('postgres', qq{
 		SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
-		WHERE p.shardid = get_shard_id_for_distribution_column('$table', ${\ sql_literal($value)})});
+		WHERE p.shardid = get_shard_id_for_distribution_column('$table', $value)});
 	my @names = ('coordinator', 'worker1', 'worker2');
 	my ($index) = grep { $cluster->{nodes}[$_]->port == $port } 0 .. 2;
 	return $names[$index];
+}
+
+# The node that holds the marker of $message_id (the markers distributed by message_key).
+sub marker_node
+{
+	my ($cluster, $message_id) = @_;
+	return shard_node($cluster, 'inbox.markers', "inbox.message_key('$message_id')");
 }
 
 # The number of shard tables of $schema.$table ("$table_<shard id>") present on $node, whatever
@@ -146,6 +169,21 @@ sub shard_tables
 		SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = '$schema' AND c.relkind IN ('r', 'p')
 		  AND c.relname ~ '^${table}_[0-9]+\$'});
+}
+
+# Inserts $count markers of $consumer, processed $age ago (an interval literal), straight into
+# the distributed table in one statement (the view's trigger would write them one at a time).
+sub insert_markers
+{
+	my ($node, $consumer, $count, $age, $prefix) = @_;
+	$prefix //= $consumer;
+	$node->safe_psql('postgres', qq{
+		INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key)
+		SELECT inbox.marker_time_bucket(t), c.id, inbox.marker_time_offset(t),
+		       inbox.message_key('$prefix-' || g)
+		FROM generate_series(1, $count) g,
+		     (SELECT inbox.consumer_id('$consumer') AS id) c,
+		     (SELECT now() - interval '$age' AS t) processed});
 }
 
 # The error $sql raises on $node, as "SQLSTATE: message" ('' when it succeeds).

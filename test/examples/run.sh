@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The examples suite: each consumer of examples/ (Python, Node, C++) runs as two instances at
-# once, fed the same at-least-once stream by its receive_batch() stub, against a fresh database
-# of the cluster that PGHOST/PGUSER name. Every distinct payment must be applied exactly once.
+# once, fed the same at-least-once stream by its broker stub, against a fresh database (with
+# examples/schema.sql) of the cluster that PGHOST/PGUSER name. Every distinct payment must be
+# applied exactly once, and the malformed one dead-lettered by each instance.
 #   test/examples/run.sh WORKDIR [python|node|cpp ...]
 set -euo pipefail
 
@@ -13,9 +14,11 @@ examples=("$@")
 mkdir -p "$work"
 
 # What every stub delivers: payments 1 to 120 (payment i: account acct-<i % 5>, amount
-# (i * 37) % 1000 + 1), 17 of them twice in their batch, and 11 batches opening with a redelivery.
+# (i * 37) % 1000 + 1), some of them more than once, and one malformed payment whose handler
+# fails until the consumer's max_attempts (examples/schema.sql) make it poisoned.
 payments=120
-deliveries=$((120 + 17 + 11))
+malformed=pay-malformed
+max_attempts=3
 
 # The command that runs one instance of an example, after building it into $work/LANGUAGE.
 prepare_python() { echo "/usr/bin/python3 $source_dir/examples/python/consumer.py"; }
@@ -40,8 +43,7 @@ check_example() {
     local example=$1 command db=inbox_examples_$1 failures=0
     command=$("prepare_$example") || { echo "$example: could not be built"; return 1; }
     sql -d postgres -c "CREATE DATABASE $db"
-    sql -d "$db" -c 'CREATE EXTENSION inbox' \
-        -c 'CREATE TABLE accounts (id text PRIMARY KEY, balance numeric NOT NULL)'
+    sql -d "$db" -f "$source_dir/examples/schema.sql" >/dev/null
 
     # Two instances at once, as when a broker hands the same messages to a second instance.
     PGDATABASE=$db $command >"$work/$example.1.out" 2>&1 &
@@ -52,17 +54,25 @@ check_example() {
     wait "$second" || { echo "$example: instance 2 failed:"; cat "$work/$example.2.out"; failures=1; }
     ((failures == 0)) || return 1
 
-    local processed=0 out p s
+    # Each instance: every delivery acked, nacked or dead-lettered, the malformed payment
+    # dead-lettered once.
+    local processed=0 out count outcome
+    local -A counts
     for out in "$work/$example".{1,2}.out; do
-        p=$(sed -n 's/.*processed=\([0-9]*\).*/\1/p' "$out")
-        s=$(sed -n 's/.*skipped=\([0-9]*\).*/\1/p' "$out")
         echo "$example: $(cat "$out")"
-        if [ -z "$p" ] || [ -z "$s" ] || ((p + s != deliveries)); then
-            echo "$example: expected $deliveries deliveries, processed + skipped, in: $(cat "$out")"
+        for outcome in delivered processed duplicate failed poisoned; do
+            count=$(sed -n "s/.*\b$outcome=\([0-9]*\).*/\1/p" "$out")
+            counts[$outcome]=${count:--1}
+        done
+        if ((counts[processed] + counts[duplicate] + counts[failed] + counts[poisoned] != counts[delivered])); then
+            echo "$example: the outcomes do not add up to the deliveries in: $(cat "$out")"
             failures=1
-        else
-            processed=$((processed + p))
         fi
+        if ((counts[poisoned] != 1)); then
+            echo "$example: expected the malformed payment dead-lettered once, in: $(cat "$out")"
+            failures=1
+        fi
+        processed=$((processed + counts[processed]))
     done
     if ((processed != payments)); then
         echo "$example: the instances processed $processed payments together, expected $payments"
@@ -85,6 +95,22 @@ check_example() {
     markers=$(sql -d "$db" -c "SELECT count(*) FROM inbox.messages WHERE consumer = 'payments'")
     if [ "$applied" != "$payments" ] || [ "$markers" != "$payments" ]; then
         echo "$example: inbox.stats applied = $applied, markers = $markers, expected $payments"
+        failures=1
+    fi
+    # The malformed payment: no marker, its failures kept by inbox.attempts (at least
+    # max_attempts: the two instances may fail it side by side), and both instances told
+    # "poisoned" (inbox.stats counts each answer).
+    local dead_letter
+    dead_letter=$(sql -d "$db" -c "
+        SELECT (SELECT count(*) FROM inbox.messages WHERE consumer = 'payments' AND message_id = '$malformed')
+               || ' ' || coalesce((SELECT failures || ' ' || last_sqlstate FROM inbox.attempts
+                                   WHERE consumer = 'payments' AND message_id = '$malformed'), 'none')
+               || ' ' || (SELECT poisoned FROM inbox.stats WHERE consumer = 'payments')")
+    read -r dl_markers dl_failures dl_sqlstate dl_poisoned <<<"$dead_letter"
+    if [ "$dl_markers" != 0 ] || ! [[ $dl_failures =~ ^[0-9]+$ ]] || ((dl_failures < max_attempts)) ||
+        [ "$dl_sqlstate" != 22P02 ] || [ "$dl_poisoned" != 2 ]; then
+        echo "$example: $malformed: markers, failures, last SQLSTATE, poisoned answers = $dead_letter;" \
+            "expected 0, at least $max_attempts, 22P02, 2"
         failures=1
     fi
     return $failures

@@ -20,10 +20,10 @@ $node->safe_psql('postgres', q{
     GRANT EXECUTE ON FUNCTION inbox.claim(text, text), inbox.forget(text, text),
         inbox.apply(text, text, regprocedure, jsonb) TO regress_fuzzer;
 
-    -- What the contract says apply must raise for these inputs, or NULL when they are valid;
+    -- What the contract says a function must raise for these keys, or NULL when they are valid;
     -- arguments are checked in order.
-    CREATE FUNCTION expected_error(consumer text, message_id text, fn regprocedure, payload jsonb)
-    RETURNS text LANGUAGE sql STABLE AS $$
+    CREATE FUNCTION key_error(consumer text, message_id text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$
         SELECT CASE
             WHEN consumer IS NULL THEN '22004'
             WHEN consumer = '' THEN '22023'
@@ -31,6 +31,13 @@ $node->safe_psql('postgres', q{
             WHEN message_id IS NULL THEN '22004'
             WHEN message_id = '' THEN '22023'
             WHEN octet_length(message_id) > 128 THEN '22001'
+        END
+    $$;
+
+    -- The same for apply.
+    CREATE FUNCTION expected_error(consumer text, message_id text, fn regprocedure, payload jsonb)
+    RETURNS text LANGUAGE sql STABLE AS $$
+        SELECT coalesce(key_error(consumer, message_id), CASE
             WHEN fn IS NULL THEN '22004'
             WHEN p.oid IS NULL OR p.prokind <> 'f' OR p.proretset
                  OR NOT (p.pronargs = 0 OR (p.pronargs = 1 AND p.proargtypes[0] = 'jsonb'::regtype))
@@ -38,7 +45,7 @@ $node->safe_psql('postgres', q{
                 THEN '42883'
             WHEN NOT has_function_privilege(fn, 'EXECUTE') THEN '42501'
             WHEN p.pronargs = 1 AND p.proisstrict AND payload IS NULL THEN '22004'
-        END
+        END)
         FROM (SELECT) AS one LEFT JOIN pg_proc p ON p.oid = fn LEFT JOIN pg_type t ON t.oid = p.prorettype
     $$;
 
@@ -77,11 +84,23 @@ $node->safe_psql('postgres', q{
             INSERT INTO dropped VALUES ('function', f), ('table', t);
         END LOOP;
     END $$;
-    GRANT SELECT ON dropped TO regress_fuzzer;
+    -- Handlers are drawn from the whole catalog, dropped functions and OIDs of nothing, and,
+    -- weighted towards them, from the functions apply accepts: taking no argument, or (jsonb),
+    -- each kind on its own, so that how many the catalog has does not decide how often.
+    CREATE TABLE candidates AS
+        SELECT oid AS fn FROM pg_proc
+        UNION ALL SELECT object FROM dropped WHERE kind = 'function'
+        UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid);
+    CREATE TABLE handlers AS
+        SELECT oid AS fn FROM pg_proc WHERE prokind = 'f' AND NOT proretset AND pronargs = 0
+            AND proname NOT LIKE 'pg\\_%';
+    CREATE TABLE payload_handlers AS
+        SELECT oid AS fn FROM pg_proc WHERE prokind = 'f' AND NOT proretset AND pronargs = 1
+            AND proargtypes[0] = 'jsonb'::regtype AND proname NOT LIKE 'pg\\_%';
+    GRANT SELECT ON dropped, candidates, handlers, payload_handlers TO regress_fuzzer;
     GRANT EXECUTE ON FUNCTION marker_exists(text, text) TO regress_fuzzer;
 });
 
-# Handlers are drawn from the whole catalog, weighted towards the ones apply accepts.
 my $calls = 3000;
 $node->safe_psql('postgres', qq{
     SET ROLE regress_fuzzer;
@@ -89,18 +108,16 @@ $node->safe_psql('postgres', qq{
     DO \$\$
     DECLARE
         c text; m text; f oid; p jsonb; expected text; outcome text; before boolean;
-        candidates oid[] := ARRAY(SELECT oid FROM pg_proc
-                                  UNION ALL SELECT object FROM dropped WHERE kind = 'function'
-                                  UNION ALL VALUES (0::oid), (4294967295::oid), (1::oid) ORDER BY 1);
-        handlers oid[] := ARRAY(SELECT oid FROM pg_proc WHERE prokind = 'f' AND NOT proretset
-                                AND (pronargs = 0 OR (pronargs = 1 AND proargtypes[0] = 'jsonb'::regtype))
-                                AND proname NOT LIKE 'pg\\_%' ORDER BY oid);
+        candidates oid[] := ARRAY(SELECT fn FROM candidates ORDER BY fn);
+        handlers oid[] := ARRAY(SELECT fn FROM handlers ORDER BY fn);
+        payload_handlers oid[] := ARRAY(SELECT fn FROM payload_handlers ORDER BY fn);
     BEGIN
         FOR i IN 1 .. $calls LOOP
             c := random_key(70);
             m := random_key(140);
             f := CASE WHEN random() < 0.03 THEN NULL
-                      WHEN random() < 0.5 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.25 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.33 THEN payload_handlers[1 + floor(random() * cardinality(payload_handlers))::int]
                       ELSE candidates[1 + floor(random() * cardinality(candidates))::int] END;
             p := CASE WHEN random() < 0.2 THEN NULL
                       ELSE jsonb_build_object(coalesce(m, 'k'), random(), 'nested', jsonb_build_array(c)) END;
@@ -201,6 +218,154 @@ is($node->safe_psql('postgres', q{
 cmp_ok($node->safe_psql('postgres',
         q{SELECT count(*) FROM relation_findings WHERE outcome IN ('true', 'false')}),
     '>', 30, 'and many calls reached the statement');
+
+# The entry points of 1.1 with the same kinds of input: receive, complete, claim_batch,
+# apply_batch (handlers from the whole catalog, dropped, 0 and out-of-range OIDs; messages of
+# every shape) and configure_consumer. Each call raises exactly the SQLSTATE the contract names
+# for its first bad argument, or succeeds, writing the markers it says it wrote and no other.
+# Consumers are mostly drawn from a few names, so that calls meet each other's markers.
+$node->safe_psql('postgres', q{
+    GRANT EXECUTE ON FUNCTION inbox.receive(text, text, jsonb, boolean),
+        inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
+        inbox.apply_batch(text, regprocedure, jsonb),
+        inbox.configure_consumer(text, interval, integer) TO regress_fuzzer;
+
+    CREATE FUNCTION marker_count(consumer text) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog AS $$
+        SELECT count(*) FROM inbox.messages m WHERE m.consumer = $1 COLLATE "C"
+    $$;
+    GRANT EXECUTE ON FUNCTION marker_count(text) TO regress_fuzzer;
+
+    -- What apply_batch must raise for its messages, after the consumer and the handler.
+    CREATE FUNCTION messages_error(messages jsonb, strict_handler boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$
+        SELECT CASE
+            WHEN messages IS NULL THEN '22004'
+            WHEN jsonb_typeof(messages) <> 'array' THEN '22023'
+            ELSE coalesce(
+                (SELECT e FROM (SELECT i, CASE
+                        WHEN jsonb_typeof(m) <> 'object' THEN '22023'
+                        WHEN jsonb_typeof(m -> 'id') IS DISTINCT FROM 'string' THEN '22023'
+                        ELSE key_error('c', m ->> 'id') END AS e
+                     FROM jsonb_array_elements(messages) WITH ORDINALITY AS a(m, i)) x
+                 WHERE e IS NOT NULL ORDER BY i LIMIT 1),
+                CASE WHEN strict_handler AND EXISTS (
+                    SELECT FROM jsonb_array_elements(messages) m
+                    WHERE coalesce(jsonb_typeof(m -> 'payload'), 'null') = 'null') THEN '22004' END)
+        END
+    $$;
+
+    CREATE FUNCTION not_yours() RETURNS void LANGUAGE sql AS 'SELECT';
+    REVOKE EXECUTE ON FUNCTION not_yours() FROM PUBLIC;
+
+    CREATE TABLE findings_1_1 (i int, call text, expected text, outcome text, verdict boolean);
+    GRANT INSERT ON findings_1_1 TO regress_fuzzer;
+});
+$node->safe_psql('postgres', qq{
+    SET ROLE regress_fuzzer;
+    SELECT setseed(0.11);
+    DO \$\$
+    DECLARE
+        c text; m text; f oid; p jsonb; w boolean; ids text[]; msgs jsonb; ret interval; lim int;
+        call text; expected text; outcome text; verdict boolean; before bigint; processed bigint;
+        answered bigint; claimed text[];
+        candidates oid[] := ARRAY(SELECT fn FROM candidates ORDER BY fn);
+        handlers oid[] := ARRAY(SELECT fn FROM handlers ORDER BY fn);
+        payload_handlers oid[] := ARRAY(SELECT fn FROM payload_handlers ORDER BY fn);
+        shapes jsonb[] := ARRAY['7', '{"payload": {}}', '{"id": 5}', '{"id": null}', '"x"']::jsonb[];
+    BEGIN
+        FOR i IN 1 .. $calls LOOP
+            c := CASE WHEN random() < 0.85 THEN 'c' || floor(random() * 4)::int ELSE random_key(70) END;
+            m := CASE WHEN random() < 0.5 THEN 'm' || floor(random() * 40)::int ELSE random_key(140) END;
+            p := CASE WHEN random() < 0.3 THEN NULL ELSE jsonb_build_object('v', floor(random() * 3)::int) END;
+            -- a random message array: good messages, repeated ids, and now and then a bad one
+            msgs := CASE WHEN random() < 0.03 THEN NULL WHEN random() < 0.03 THEN '{"id": "m"}'
+                ELSE (SELECT coalesce(jsonb_agg(CASE WHEN random() < 0.05
+                                                     THEN shapes[1 + floor(random() * 5)::int]
+                                                     WHEN random() < 0.3 THEN jsonb_build_object('id', random_key(140))
+                                                     ELSE jsonb_build_object('id', 'm' || floor(random() * 40)::int,
+                                                                             'payload', p) END), '[]')
+                      FROM generate_series(1, floor(random() * 4)::int)) END;
+            ids := CASE WHEN random() < 0.03 THEN NULL
+                   ELSE ARRAY(SELECT CASE WHEN random() < 0.3 THEN random_key(140)
+                                          ELSE 'm' || floor(random() * 40)::int END
+                              FROM generate_series(1, floor(random() * 4)::int)) END;
+            f := CASE WHEN random() < 0.03 THEN NULL
+                      WHEN random() < 0.05 THEN 'not_yours()'::regprocedure
+                      WHEN random() < 0.25 THEN handlers[1 + floor(random() * cardinality(handlers))::int]
+                      WHEN random() < 0.33 THEN payload_handlers[1 + floor(random() * cardinality(payload_handlers))::int]
+                      ELSE candidates[1 + floor(random() * cardinality(candidates))::int] END;
+            w := CASE WHEN random() < 0.05 THEN NULL ELSE random() < 0.5 END;
+            ret := (ARRAY[NULL, '1 s', '0.5 s', '-1 day', '30 days', '1 mon']::interval[])[1 + floor(random() * 6)::int];
+            lim := (ARRAY[NULL, 0, 1, 5, -3])[1 + floor(random() * 5)::int];
+            before := CASE WHEN key_error(c, 'm') IS NULL THEN marker_count(c) END;
+            verdict := true;
+            outcome := 'ok';
+            BEGIN
+                CASE i % 5
+                WHEN 0 THEN
+                    call := format('receive(%L, %L, %L, %L)', c, m, p, w);
+                    expected := coalesce(key_error(c, m), CASE WHEN w IS NULL THEN '22004' END);
+                    outcome := (inbox.receive(c, m, p, w)).outcome::text;
+                    verdict := (outcome = 'processed') = (marker_count(c) = before + 1)
+                               AND (outcome = 'processed' OR marker_count(c) = before);
+                WHEN 1 THEN
+                    call := format('complete(%L, %L, %L)', c, m, p);
+                    expected := coalesce(key_error(c, m), CASE WHEN p IS NULL THEN '22004'
+                                                               WHEN NOT marker_exists(c, m) THEN '55000' END);
+                    PERFORM inbox.complete(c, m, p);
+                    verdict := marker_count(c) = before;
+                WHEN 2 THEN
+                    call := format('claim_batch(%L, %L)', c, ids);
+                    expected := coalesce(key_error(c, 'm'), CASE WHEN ids IS NULL THEN '22004' END,
+                                         (SELECT e FROM (SELECT k, CASE WHEN id IS NULL THEN '22004'
+                                                                        ELSE key_error('c', id) END AS e
+                                                         FROM unnest(ids) WITH ORDINALITY AS u(id, k)) x
+                                          WHERE e IS NOT NULL ORDER BY k LIMIT 1));
+                    claimed := ARRAY(SELECT inbox.claim_batch(c, ids));
+                    verdict := marker_count(c) = before + cardinality(claimed)
+                               AND cardinality(claimed) = (SELECT count(DISTINCT id) FROM unnest(claimed) id)
+                               AND (SELECT bool_and(marker_exists(c, id)) FROM unnest(claimed) id) IS NOT FALSE;
+                WHEN 3 THEN
+                    call := format('apply_batch(%L, %s, %L)', c, f::regprocedure, msgs);
+                    expected := coalesce(expected_error(c, 'm', f::regprocedure, '{}'),
+                                         messages_error(msgs, (SELECT proisstrict AND pronargs = 1
+                                                               FROM pg_proc WHERE oid = f)));
+                    SELECT count(*) FILTER (WHERE b.outcome = 'processed'), count(*)
+                    INTO processed, answered FROM inbox.apply_batch(c, f::regprocedure, msgs) b;
+                    verdict := marker_count(c) = before + processed
+                               AND answered = jsonb_array_length(msgs);
+                ELSE
+                    call := format('configure_consumer(%L, %L, %L)', c, ret, lim);
+                    expected := coalesce(key_error(c, 'm'), CASE WHEN ret < '1 s' THEN '22023'
+                                                                 WHEN lim < 1 THEN '22023' END);
+                    PERFORM inbox.configure_consumer(c, ret, lim);
+                END CASE;
+            EXCEPTION WHEN OTHERS THEN
+                outcome := SQLSTATE;
+            END;
+            INSERT INTO findings_1_1 VALUES (i, call, expected, outcome, verdict);
+        END LOOP;
+    END \$\$;
+});
+is($node->safe_psql('postgres', q{
+    SELECT string_agg(format('%s: %s: expected %s, got %s', i, call, coalesce(expected, 'success'),
+                             outcome), E'\n' ORDER BY i)
+    FROM findings_1_1
+    WHERE CASE WHEN expected IS NULL THEN outcome !~ '^[a-z]' ELSE outcome IS DISTINCT FROM expected END}),
+    '', 'the entry points of 1.1: every bad input raised the SQLSTATE the contract names, and only those');
+is($node->safe_psql('postgres', q{
+    SELECT string_agg(format('%s: %s: %s', i, call, outcome), E'\n' ORDER BY i)
+    FROM findings_1_1 WHERE NOT verdict}),
+    '', 'and each call wrote exactly the markers it answered for');
+is($node->safe_psql('postgres', q{
+    SELECT string_agg(DISTINCT left(call, strpos(call, '(') - 1) || ':' || expected, ',' ORDER BY left(call, strpos(call, '(') - 1) || ':' || expected)
+    FROM findings_1_1 WHERE expected IS NOT NULL}),
+    'apply_batch:22001,apply_batch:22004,apply_batch:22023,apply_batch:42501,apply_batch:42883,'
+      . 'claim_batch:22001,claim_batch:22004,claim_batch:22023,complete:22001,complete:22004,'
+      . 'complete:22023,complete:55000,configure_consumer:22001,configure_consumer:22004,'
+      . 'configure_consumer:22023,receive:22001,receive:22004,receive:22023',
+    'and exercised every kind of bad input of each');
 
 # sqlsmith: random queries over everything the fuzzer role can reach, inbox functions included.
 SKIP: {

@@ -1,8 +1,8 @@
-# Nothing a database owner may do to his database stops or throttles its purge worker, and no
-# data the marker table can hold makes a worker spin: the worker pins the settings it depends on
-# (as autovacuum does), takes a purge lock no SQL session can take, resolves no name through the
-# database's search_path, and stays inside its time budget. Each case is checked against a
-# database that the same worker purges normally.
+# Nothing a database owner may do to his database stops or throttles its purge worker (or the
+# worker that registers a new consumer), and no data the marker table can hold makes a worker
+# spin: the worker pins the settings it depends on (as autovacuum does), takes a purge lock no
+# SQL session can take, resolves no name through the database's search_path, and stays inside
+# its time budget. Each case is checked against a database that the same worker purges normally.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -106,6 +106,12 @@ $node->wait_for_log(
 pass('shop: purged in batches of the server-wide inbox.purge_batch_size, not its own');
 is($node->safe_psql('control', "SELECT last_error IS NULL FROM inbox.workers WHERE database = 'shop'"),
 	't', 'shop: no cycle failed');
+
+# The worker that registers a new consumer pins the same settings: the first claim of a consumer
+# new to shop (by the checker, whose own session is exempt) registers it.
+is( $node->safe_psql('shop', q{SELECT inbox.claim('newcomer', 'n-1')},
+		extra_params => [ '-U', 'checker' ]),
+	't', 'shop: a new consumer is registered whatever the owner set');
 
 ok(wait_for_next_cycle($node, 'control', 'control'), 'control: another whole cycle ran');
 is($node->safe_psql('exempt', "SELECT count(*) FROM inbox.messages WHERE consumer IN ('a', 'A')"),

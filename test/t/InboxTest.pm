@@ -13,14 +13,15 @@ our @EXPORT = qw(inbox_node add_markers marker_count wait_for_next_cycle deliber
 # A node with the library preloaded and the given extra settings (postgresql.conf lines),
 # started. The option preload names other libraries to preload instead ('' for none); the other
 # options go to init. $settings may be a function of the node, for settings that name its
-# socket directory.
+# socket directory. Its databases are UTF8 with the C locale whatever the environment's locale,
+# as the tests' ids and ICU collations need.
 sub inbox_node
 {
 	my ($name, $settings, %init) = @_;
 	my $preload = delete $init{preload} // 'inbox';
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$settings = $settings->($node) if ref $settings eq 'CODE';
-	$node->init(%init);
+	$node->init(extra => [ '--encoding=UTF8', '--no-locale' ], %init);
 	my $conf = ($preload eq '' ? '' : "shared_preload_libraries = '$preload'\n") . ($settings // '');
 	$node->append_conf('postgresql.conf', $conf) if $conf ne '';
 	$node->start;

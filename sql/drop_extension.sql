@@ -1,0 +1,84 @@
+-- DROP EXTENSION inbox would delete every marker, the record of which messages were processed:
+-- it is refused while there are markers, unless the session says it means it. Created again,
+-- the extension grants nothing; inbox.grant_access gives each kind of role its privileges back.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
+SELECT inbox.stats_reset();
+CREATE ROLE regress_drop_app;
+CREATE ROLE regress_drop_ops;
+CREATE ROLE regress_drop_monitoring;
+
+-- Without markers there is nothing to lose.
+SELECT count(*) AS markers FROM inbox.markers;
+DROP EXTENSION inbox;
+CREATE EXTENSION inbox;
+
+-- With markers: refused, whichever way the drop is asked for, and nothing is dropped.
+SELECT inbox.claim('drop-billing', 'm-1'), inbox.claim('drop-shipping', 'm-1');
+DROP EXTENSION inbox;
+DROP EXTENSION IF EXISTS inbox CASCADE;
+DROP SCHEMA inbox CASCADE;
+-- Without CASCADE the schema cannot go anyway: PostgreSQL's own error.
+DROP SCHEMA inbox;
+-- Other extensions and schemas are none of the guard's business.
+CREATE SCHEMA drop_other;
+DROP SCHEMA drop_other CASCADE;
+SELECT consumer, message_id FROM inbox.messages ORDER BY consumer;
+
+-- The session says it means it; a rollback still brings everything back.
+BEGIN;
+SET LOCAL inbox.allow_drop_with_markers = on;
+DROP EXTENSION inbox;
+ROLLBACK;
+SELECT count(*) AS markers_after_rollback FROM inbox.messages;
+SET inbox.allow_drop_with_markers = on;
+DROP EXTENSION inbox;
+RESET inbox.allow_drop_with_markers;
+CREATE EXTENSION inbox;
+SELECT count(*) AS markers FROM inbox.messages;
+
+-- Created again, nothing is granted; grant_access gives each kind of role what it needs, and
+-- only that.
+SELECT has_function_privilege('regress_drop_app', 'inbox.claim(text, text)', 'EXECUTE') AS app_may_claim;
+SELECT inbox.grant_access('regress_drop_app', 'consume');
+SELECT inbox.grant_access('regress_drop_ops', 'operate');
+SELECT inbox.grant_access('regress_drop_monitoring', 'monitor');
+CREATE FUNCTION drop_handler(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;
+GRANT EXECUTE ON FUNCTION drop_handler(jsonb) TO regress_drop_app;
+
+SET ROLE regress_drop_app;
+SELECT inbox.claim('drop-billing', 'm-1') AS claim,
+       (inbox.receive('drop-billing', 'm-2')).outcome AS receive,
+       inbox.apply('drop-billing', 'm-3', 'drop_handler(jsonb)') AS apply;
+SELECT array_agg(id) AS claim_batch FROM inbox.claim_batch('drop-billing', ARRAY['m-4', 'm-1']) id;
+SELECT outcome FROM inbox.apply_batch('drop-billing', 'drop_handler(jsonb)', '[{"id": "m-5"}]');
+SELECT outcome('SELECT inbox.forget(''drop-billing'', ''m-1'')') AS forget;
+SELECT outcome('SELECT count(*) FROM inbox.stats') AS stats;
+RESET ROLE;
+
+SET ROLE regress_drop_ops;
+SELECT inbox.forget('drop-billing', 'm-1') AS forget;
+SELECT inbox.configure_consumer('drop-billing', max_attempts => 5);
+CALL inbox.purge();
+SELECT outcome('SELECT inbox.claim(''drop-billing'', ''m-9'')') AS claim;
+RESET ROLE;
+
+SET ROLE regress_drop_monitoring;
+SELECT consumer, applied, duplicates FROM inbox.stats WHERE consumer LIKE 'drop-%' ORDER BY consumer;
+SELECT (SELECT count(*) FROM inbox.workers) >= 0 AS workers,
+       (SELECT count(*) FROM inbox.attempts) >= 0 AS attempts,
+       (SELECT max_attempts FROM inbox.consumers WHERE consumer = 'drop-billing') AS max_attempts;
+SELECT outcome('SELECT inbox.claim(''drop-billing'', ''m-9'')') AS claim;
+RESET ROLE;
+
+-- Bad input: an error with a hint, and nothing granted.
+SELECT outcome($$SELECT inbox.grant_access('regress_drop_app', 'admin')$$);
+SELECT outcome($$SELECT inbox.grant_access(NULL, 'consume')$$);
+SELECT outcome($$SELECT inbox.grant_access('regress_drop_app', NULL)$$);
+
+-- Clean up: each file leaves the database as it found it.
+DELETE FROM inbox.messages WHERE consumer LIKE 'drop-%';
+DROP FUNCTION drop_handler(jsonb);
+DROP OWNED BY regress_drop_app, regress_drop_ops, regress_drop_monitoring;
+DROP ROLE regress_drop_app, regress_drop_ops, regress_drop_monitoring;
+SELECT inbox.stats_reset();

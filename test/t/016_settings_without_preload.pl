@@ -1,0 +1,50 @@
+# The settings without shared_preload_libraries, as the README says (Retention, Settings):
+# PostgreSQL 15 knows inbox.* only in a session that has loaded the library, so ALTER SYSTEM is
+# refused before LOAD 'inbox' and accepted after it; ALTER DATABASE ... SET works either way, but
+# a wrong value it gave is checked only when a session loads the library: ignored then, with a
+# warning, for the default (not the server-wide value). The guard of DROP EXTENSION works there
+# too.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use InboxTest;
+
+my $node = inbox_node('plain', '', preload => '');
+$node->safe_psql('postgres', 'CREATE EXTENSION inbox');
+
+my ($rc, $out, $err) =
+  $node->psql('postgres', q{ALTER SYSTEM SET inbox.retention = '14d'});
+like($err, qr/unrecognized configuration parameter "inbox.retention"/,
+	'ALTER SYSTEM before the library is loaded: refused by PostgreSQL');
+is( $node->safe_psql('postgres',
+		q{LOAD 'inbox'; ALTER SYSTEM SET inbox.retention = '14d'; SELECT pg_reload_conf()}),
+	't', 'after LOAD in the same session: accepted');
+ok($node->poll_query_until('postgres', q{SELECT current_setting('inbox.retention', true) = '14d'}),
+	'reloaded');
+is($node->safe_psql('postgres', q{LOAD 'inbox'; SHOW inbox.retention}), '14d', 'and in force');
+($rc, $out, $err) = $node->psql('postgres', q{LOAD 'inbox'; ALTER SYSTEM SET inbox.retention = '30'});
+like($err, qr/invalid value for parameter "inbox.retention": "30"/,
+	'a loaded library checks the value ALTER SYSTEM writes');
+
+$node->safe_psql('postgres', q{ALTER DATABASE postgres SET inbox.retention = '7d'});
+is($node->safe_psql('postgres', q{LOAD 'inbox'; SHOW inbox.retention}),
+	'7d', 'ALTER DATABASE ... SET without the library loaded: in force once it is');
+$node->safe_psql('postgres', q{ALTER DATABASE postgres SET inbox.retention = '7'});
+($rc, $out, $err) = $node->psql('postgres', q{LOAD 'inbox'; SHOW inbox.retention});
+is($out, '30d', 'a wrong value from ALTER DATABASE is ignored, for the default');
+like($err, qr/WARNING:  invalid value for parameter "inbox.retention": "7"/, 'with a warning');
+
+# The guard of DROP EXTENSION, in sessions that have not loaded the library: the event trigger
+# loads it, and a setting given before (as PGOPTIONS would give it) is in force.
+$node->safe_psql('postgres', q{SELECT inbox.claim('billing', 'm-1')});
+($rc, $out, $err) = $node->psql('postgres', 'DROP EXTENSION inbox');
+like($err, qr/dropping extension inbox would delete the markers of 1 consumer\n/,
+	'DROP EXTENSION with markers: refused');
+$node->safe_psql('postgres', 'SET inbox.allow_drop_with_markers = on; DROP EXTENSION inbox');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox'}),
+	'0', 'dropped when the session says so before the library is loaded');
+
+$node->stop;
+done_testing();
