@@ -155,16 +155,12 @@ void attach_segment() {
                           &info, HASH_ELEM | HASH_BLOBS);
 }
 
-void after_startup() {
-    on_shmem_exit(save_attempts, (Datum)0);
-    load_attempts();
-}
-
 constexpr pg::SharedSegment segment = {.name = segment_name,
                                        .size = segment_size,
                                        .lwlocks = 1,
                                        .attach = attach_segment,
-                                       .after_startup = after_startup};
+                                       .restore = load_attempts,
+                                       .save = save_attempts};
 
 }  // namespace
 

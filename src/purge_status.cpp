@@ -69,7 +69,8 @@ constexpr pg::SharedSegment segment = {.name = segment_name,
                                        .size = segment_size,
                                        .lwlocks = 1,
                                        .attach = attach_segment,
-                                       .after_startup = nullptr};
+                                       .restore = nullptr,
+                                       .save = nullptr};
 
 // Callers hold the lock.
 WorkerSlot* find_slot(Oid database) {

@@ -205,18 +205,12 @@ void attach_segment() {
                           HASH_ELEM | HASH_BLOBS);
 }
 
-// In the postmaster: counters saved at the last clean shutdown come back, and are saved at the
-// next one.
-void after_startup() {
-    on_shmem_exit(save_counters, (Datum)0);
-    load_counters();
-}
-
 constexpr pg::SharedSegment segment = {.name = segment_name,
                                        .size = segment_size,
                                        .lwlocks = 1,
                                        .attach = attach_segment,
-                                       .after_startup = after_startup};
+                                       .restore = load_counters,
+                                       .save = save_counters};
 
 }  // namespace
 

@@ -32,8 +32,10 @@ void attach_memory() {
     for (int i = 0; i < segment_count; i++) segments[i]->attach();
     LWLockRelease(AddinShmemInitLock);
     if (IsUnderPostmaster) return;
-    for (int i = 0; i < segment_count; i++)
-        if (segments[i]->after_startup != nullptr) segments[i]->after_startup();
+    for (int i = 0; i < segment_count; i++) {
+        if (segments[i]->save != nullptr) on_shmem_exit(segments[i]->save, (Datum)0);
+        if (segments[i]->restore != nullptr) segments[i]->restore();
+    }
 }
 
 }  // namespace

@@ -14,9 +14,11 @@ struct SharedSegment {
     int lwlocks;       // locks of the named tranche `name`
     // Finds or makes the segment (ShmemInitStruct), under AddinShmemInitLock.
     void (*attach)();
-    // Optional: in the postmaster, once every segment is attached (new memory, at the start and
-    // after a crash): loading saved state, registering what runs at shutdown.
-    void (*after_startup)();
+    // Optional, for a segment whose state outlives a clean shutdown: in the postmaster, once
+    // every segment is attached (new memory, at the start and after a crash), `restore` loads
+    // the saved state and `save` is registered to run when shared memory goes (on_shmem_exit).
+    void (*restore)();
+    void (*save)(int code, Datum arg);
 };
 
 // From _PG_init while shared_preload_libraries is processed, before install_shared_memory().
