@@ -15,6 +15,7 @@ INBOX_SOURCES = \
 	src/worker_session.cpp \
 	src/consumer_registrar.cpp \
 	src/marker_forms.cpp \
+	src/marker_insert.cpp \
 	src/marker_ops.cpp \
 	src/handler.cpp \
 	src/claim.cpp \

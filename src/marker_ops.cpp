@@ -10,6 +10,7 @@ extern "C" {
 }
 
 #include "attempts_table.hpp"
+#include "marker_insert.hpp"
 #include "marker_ops.hpp"
 #include "marker_table.hpp"
 #include "marker_time.hpp"
@@ -21,7 +22,8 @@ namespace {
 // ON CONFLICT DO NOTHING lets the primary key arbitrate: a concurrent uncommitted copy makes the
 // insert wait for its transaction; under REPEATABLE READ a conflict with a row the snapshot
 // cannot see is a serialization failure, never a wrong answer. The time is a parameter, not a
-// column default: nothing is evaluated per insert.
+// column default: nothing is evaluated per insert. The statement serves the tables the direct
+// insert does not (marker_insert.hpp).
 MarkerStatement insert_statement = {
     .sql =
         "INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key) "
@@ -97,8 +99,12 @@ bool insert_marker(int16 consumer, StoredKey* key) {
     inbox::MarkerTime time = transaction_time();
     Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer),
                        CharGetDatum(static_cast<char>(time.offset)), PointerGetDatum(key->datum())};
-    execute_as_store_owner(&insert_statement, values);
-    bool inserted = SPI_processed > 0;
+    DirectInsert direct = insert_marker_directly(values);
+    bool inserted = direct == DirectInsert::inserted;
+    if (direct == DirectInsert::unsupported) {
+        execute_as_store_owner(&insert_statement, values);
+        inserted = SPI_processed > 0;
+    }
     if (inserted) track_attempt(consumer, key->data(), key->length());
     return inserted;
 }

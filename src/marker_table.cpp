@@ -92,17 +92,25 @@ bool lock_store_for_purge() {
     return OidIsValid(find_table("messages", RowExclusiveLock));
 }
 
+CallerIdentity become_store_owner(const MarkerStore* store) {
+    CallerIdentity caller;
+    GetUserIdAndSecContext(&caller.user, &caller.security_context);
+    SetUserIdAndSecContext(store->owner, caller.security_context | SECURITY_LOCAL_USERID_CHANGE |
+                                             SECURITY_RESTRICTED_OPERATION);
+    return caller;
+}
+
+void return_to_caller(CallerIdentity caller) {
+    SetUserIdAndSecContext(caller.user, caller.security_context);
+}
+
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {
-    Oid owner = marker_store()->owner;
+    const MarkerStore* store = marker_store();
     if (statement->plan == nullptr)
         statement->plan =
             pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
-    Oid caller;
-    int caller_context;
-    GetUserIdAndSecContext(&caller, &caller_context);
-    SetUserIdAndSecContext(
-        owner, caller_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    CallerIdentity caller = become_store_owner(store);
     int rc = pg::execute_plan(statement->plan, statement->sql, values, nulls);
-    SetUserIdAndSecContext(caller, caller_context);
+    return_to_caller(caller);
     return rc;
 }

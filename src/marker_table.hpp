@@ -1,6 +1,7 @@
-// The marker store as claim, forget and the purge reach it: only through SQL statements with
-// kept plans (so that a partitioned or Citus-distributed store works the same as a local one),
-// run as the store's owner. C-style: this is the hot path.
+// The marker store as claim, forget and the purge reach it: through SQL statements with kept
+// plans (so that a partitioned or Citus-distributed store works the same as a local one), run as
+// the store's owner; a single marker of a plain local store is inserted without a statement
+// (marker_insert.hpp). C-style: this is the hot path.
 //
 // Two layouts are served, so that a database keeps working between the installation of this
 // library and ALTER EXTENSION inbox UPDATE:
@@ -39,6 +40,19 @@ const MarkerStore* marker_store();
 // extension is gone. Never resolved through the search_path.
 bool lock_store_for_purge();
 
+// The caller's identity, set aside while the store's owner acts.
+struct CallerIdentity {
+    Oid user;
+    int security_context;
+};
+
+// Makes the store's owner the current user, inside a security-restricted operation: callers
+// need EXECUTE on our functions, never privileges on the tables, and a trigger or an index
+// expression on them cannot change the caller's session. return_to_caller() puts the caller
+// back before any of its code runs again; on error, transaction abort does.
+CallerIdentity become_store_owner(const MarkerStore* store);
+void return_to_caller(CallerIdentity caller);
+
 // A statement on the store, prepared on first use and kept for the backend's life; the plan
 // cache re-plans it when a table changes.
 struct MarkerStatement {
@@ -48,10 +62,7 @@ struct MarkerStatement {
     SPIPlanPtr plan;
 };
 
-// Runs the statement in the caller's SPI connection as the owner of the store, inside a
-// security-restricted operation: callers need EXECUTE on our functions, never privileges on the
-// tables, and a trigger on them cannot change the caller's session. Returns the SPI result
-// code; the caller's identity is back before any of its code runs again (on error, transaction
-// abort restores it).
+// Runs the statement in the caller's SPI connection as the owner of the store
+// (become_store_owner). Returns the SPI result code.
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values,
                            const char* nulls = nullptr);
