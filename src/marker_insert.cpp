@@ -155,10 +155,10 @@ bool insert_into(Relation table, Oid arbiter, const Datum values[marker_columns]
     InitResultRelInfo(target, table, 0, nullptr, 0);
     ExecOpenIndices(target, true);
     TupleTableSlot* row = ExecInitExtraTupleSlot(estate, RelationGetDescr(table), &TTSOpsVirtual);
+    // Every value is given, so the NOT NULL constraints hold: ExecConstraints has nothing to do.
     for (int i = 0; i < marker_columns; i++) {
         row->tts_values[i] = values[i];
-        row->tts_isnull[i] =
-            false;  // the NOT NULL constraints hold: ExecConstraints has nothing to do
+        row->tts_isnull[i] = false;
     }
     ExecStoreVirtualTuple(row);
     bool inserted = insert_speculatively(target, estate, row, list_make1_oid(arbiter));
