@@ -5,7 +5,8 @@
 # load. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
 # which leaves out the backend's start and the first executions. Prints, per statement, the
 # instructions of one transaction, and for claim the parts the callgrind profile attributes to
-# the statement it runs (SPI: plan cache, executor start, run and end).
+# PostgreSQL's routines: the marker's conflict check, index entries and heap tuple, the indexes
+# opened and closed, and the executor start and end of the caller's SELECT.
 #   test/bench/hot_path_instructions.sh [N=3000]
 set -euo pipefail
 calls=${1:-3000}
@@ -59,11 +60,11 @@ for pair in claim/insert apply_plpgsql/statement apply_sql/statement; do
         "$(awk -v a="${per_transaction[${pair%/*}]}" -v b="${per_transaction[${pair#*/}]}" 'BEGIN { printf "%.3f", a / b }')"
 done
 
-# Inclusive instructions per claim of the functions that make up its statement.
+# Inclusive instructions per claim of the routines that make up its work.
 echo "inside a claim (inclusive, per transaction):"
 callgrind_annotate --inclusive=yes --threshold=100 "$work/claim-$calls.out" 2>/dev/null |
     awk -v n="$calls" '
-        /[:](inbox_claim|SPI_execute_plan|GetCachedPlan|standard_ExecutorStart|standard_ExecutorRun.2|standard_ExecutorEnd|ExecInsertIndexTuples|ExecCheckIndexConstraints|heap_insert) \[/ {
+        /[:](inbox_claim|standard_ExecutorStart|standard_ExecutorEnd|ExecOpenIndices|ExecCloseIndices|ExecInsertIndexTuples|ExecCheckIndexConstraints|heap_insert|SPI_execute_plan) \[/ {
             gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
             printf "  %-28s %7d\n", name, $1 / n
         }'
