@@ -7,6 +7,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -36,13 +37,34 @@ struct MarkerInsert {
     bool inserted;
 };
 
+// Citus inserts into a distributed store on a worker, over a connection of its own that no
+// setting of this session reaches: it carries SET LOCAL statements there (and into every
+// connection the transaction opens later) when citus.propagate_set_commands is 'local'. A
+// rollback of the subtransaction undoes them on the workers as here.
+void set_lock_timeout_on_workers(const char* value) {
+    (void)set_config_option("citus.propagate_set_commands", "local", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    StringInfoData statement;
+    initStringInfo(&statement);
+    appendStringInfo(&statement, "SET LOCAL lock_timeout = %s", quote_literal_cstr(value));
+    if (SPI_execute(statement.data, false, 0) != SPI_OK_UTILITY)
+        elog(ERROR, "could not set lock_timeout on the nodes holding the markers");
+    pfree(statement.data);
+}
+
 // The insert of a no-wait receive, as the body of its subtransaction.
 void insert_within_a_millisecond(void* argument) {
     auto* insert = static_cast<MarkerInsert*>(argument);
+    bool distributed = marker_store()->distribution != StoreDistribution::local;
+    char* session_timeout =
+        distributed ? GetConfigOptionByName("lock_timeout", nullptr, false) : nullptr;
     int nest_level = NewGUCNestLevel();
     (void)set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
                             0, false);
+    if (distributed) set_lock_timeout_on_workers("1");
     insert->inserted = insert_marker(insert->consumer, insert->key);
+    // The workers' connections serve the rest of the caller's transaction.
+    if (distributed) set_lock_timeout_on_workers(session_timeout);
     AtEOXact_GUC(true, nest_level);
 }
 

@@ -217,15 +217,26 @@ my ($rc, $outcome, $stderr) = $coordinator->psql('postgres', q{SET statement_tim
     SELECT (inbox.receive('nowait', 'held', wait => false)).outcome});
 $holder->query_safe('ROLLBACK');
 $holder->quit;
-TODO:
-{
-	local $TODO = 'the one-millisecond lock_timeout under which receive gives up is set in the '
-	  . 'coordinator\'s session; Citus runs the insert on the worker over a connection of its own, '
-	  . 'which that setting does not reach (Citus carries only SET LOCAL statements there, with '
-	  . 'citus.propagate_set_commands = local)';
-	is("$outcome$stderr", 'in_progress',
-		'receive(wait => false): in_progress at once, not after the holder ends');
-}
+is("$outcome$stderr", 'in_progress',
+	'receive(wait => false): in_progress at once, not after the holder ends');
+
+# The worker's millisecond timeout ends with the no-wait insert: later in the same transaction a
+# claim of a copy held elsewhere waits for it, as it would without the receive before it.
+$holder = $coordinator->background_psql('postgres');
+$holder->query_safe('BEGIN');
+$holder->query_safe(q{SELECT inbox.claim('nowait', 'held-later')});
+my $receiver = $coordinator->background_psql('postgres');
+$receiver->query_safe('BEGIN');
+is($receiver->query_safe(q{SELECT (inbox.receive('nowait', 'fresh', wait => false)).outcome}),
+	'processed', 'receive(wait => false) of a new id: processed');
+$receiver->query_until(qr/started/,
+	"\\echo started\nSELECT inbox.claim('nowait', 'held-later');\n");
+ok($coordinator->poll_query_until('postgres', 'SELECT count(*) > 0 FROM citus_lock_waits'),
+	'a claim after it in the same transaction waits for the copy held elsewhere');
+$holder->query_safe('ROLLBACK');
+is($receiver->query_safe(''), 't', 'and is processed when the holder rolls back');
+$receiver->query_safe('COMMIT');
+$_->quit for $holder, $receiver;
 
 # pg_dump of the coordinator's database writes every marker.
 my $markers = $coordinator->safe_psql('postgres', 'SELECT count(*) FROM inbox.markers');
