@@ -221,16 +221,27 @@ is("$outcome$stderr", 'in_progress',
 	'receive(wait => false): in_progress at once, not after the holder ends');
 
 # The worker's millisecond timeout ends with the no-wait insert: later in the same transaction a
-# claim of a copy held elsewhere waits for it, as it would without the receive before it.
+# claim of a copy held elsewhere waits for it, as it would without the receive before it. The
+# held id is one whose marker is on the worker of the received one, so that the claim goes over
+# the connection that carried the timeout.
+my $held_later = $coordinator->safe_psql('postgres', q{
+    WITH node_of AS (
+        SELECT id, (SELECT nodeport FROM pg_dist_shard_placement p
+                    WHERE p.shardid = get_shard_id_for_distribution_column(
+                        'inbox.markers', inbox.message_key(id))) AS port
+        FROM (SELECT 'held-later-' || n AS id FROM generate_series(1, 100) n
+              UNION ALL SELECT 'fresh') ids)
+    SELECT min(id) FROM node_of
+    WHERE id <> 'fresh' AND port = (SELECT port FROM node_of WHERE id = 'fresh')});
 $holder = $coordinator->background_psql('postgres');
 $holder->query_safe('BEGIN');
-$holder->query_safe(q{SELECT inbox.claim('nowait', 'held-later')});
+$holder->query_safe(qq{SELECT inbox.claim('nowait', '$held_later')});
 my $receiver = $coordinator->background_psql('postgres');
 $receiver->query_safe('BEGIN');
 is($receiver->query_safe(q{SELECT (inbox.receive('nowait', 'fresh', wait => false)).outcome}),
 	'processed', 'receive(wait => false) of a new id: processed');
 $receiver->query_until(qr/started/,
-	"\\echo started\nSELECT inbox.claim('nowait', 'held-later');\n");
+	"\\echo started\nSELECT inbox.claim('nowait', '$held_later');\n");
 ok($coordinator->poll_query_until('postgres', 'SELECT count(*) > 0 FROM citus_lock_waits'),
 	'a claim after it in the same transaction waits for the copy held elsewhere');
 $holder->query_safe('ROLLBACK');
