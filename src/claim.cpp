@@ -118,8 +118,10 @@ MarkerLayout layout_for_change() {
 [[noreturn]] void report_poisoned(const MarkerKey& key, int32 failures) {
     ereport(ERROR,
             (errcode(MAKE_SQLSTATE('I', 'B', '0', '0', '1')),
-             errmsg("message \"%s\" of consumer \"%s\" is poisoned: it failed %d times",
-                    text_to_cstring(key.message_id), text_to_cstring(key.consumer), failures),
+             errmsg_plural("message \"%s\" of consumer \"%s\" is poisoned: it failed %d time",
+                           "message \"%s\" of consumer \"%s\" is poisoned: it failed %d times",
+                           failures, text_to_cstring(key.message_id), text_to_cstring(key.consumer),
+                           failures),
              errhint("Dead-letter it, or inbox.forget it to let it be tried again.")));
 }
 
