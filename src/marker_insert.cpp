@@ -178,7 +178,15 @@ DirectInsert insert_marker_directly(const Datum values[marker_columns]) {
         ExecutorCheckPerms_hook != nullptr)
         return DirectInsert::unsupported;
     Relation table = table_open(store->markers, RowExclusiveLock);
-    Oid arbiter = arbiter_for(table);
+    // Taking the lock read the invalidations of what committed meanwhile: a store that Citus
+    // distributed while this call waited has its rows on the workers now, and the table here is
+    // only its shell. (Citus also puts a TRUNCATE trigger on that shell, which arbiter_for
+    // refuses; this check does not depend on it.)
+    store = marker_store();
+    Oid arbiter =
+        store->distribution == StoreDistribution::local && RelationGetRelid(table) == store->markers
+            ? arbiter_for(table)
+            : InvalidOid;
     DirectInsert outcome = DirectInsert::unsupported;
     if (OidIsValid(arbiter)) {
         CallerIdentity caller = become_store_owner(store);

@@ -26,7 +26,27 @@ my $early = $coordinator->background_psql('postgres');
 is($early->query_safe(q{SELECT inbox.claim('replan', 'before')}), 't',
 	'a claim before the distribution');
 
-distribute_inbox($cluster);
+# A claim that waits for the distribution at its insert (the session knows the store and the
+# consumer from a claim before) goes on with the distributed store, not the coordinator's empty
+# table that remains of it.
+my $waiting = $coordinator->background_psql('postgres');
+is($waiting->query_safe(q{SELECT inbox.claim('waited', 'known')}), 't',
+	'a claim before the distribution, in a session that waits for it next');
+my $distributor = $coordinator->background_psql('postgres');
+$distributor->query_safe('BEGIN');
+$distributor->query_safe('SELECT inbox.distribute()');
+$waiting->query_until(qr/started/,
+	"\\echo started\nSELECT inbox.claim('waited', 'during');\n");
+ok( $coordinator->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_locks
+		WHERE relation = 'inbox.markers'::regclass AND NOT granted}),
+	'a claim waits for the distribution at the marker table');
+$distributor->query_safe('COMMIT');
+is($waiting->query_safe(''), 't', 'and claims its message once the store is distributed');
+$_->quit for $waiting, $distributor;
+is($coordinator->safe_psql('postgres', q{SELECT inbox.claim('waited', 'during')}), 'f',
+	'whose marker is on the shards: a copy is a duplicate');
+
 is( join(' ', map { shard_placements($cluster, $_) } 'inbox.markers', 'inbox.marker_details'),
 	'coordinator:0 worker1:2 worker2:2 coordinator:0 worker1:2 worker2:2',
 	'inbox.distribute(): the markers and their details over both workers');
