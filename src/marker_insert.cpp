@@ -171,18 +171,17 @@ bool insert_into(Relation table, Oid arbiter, const Datum values[marker_columns]
 }  // namespace
 
 DirectInsert insert_marker_directly(const Datum values[marker_columns]) {
-    const MarkerStore* store = marker_store();
-    // Citus routes the statement to a shard; a read-only transaction or parallel mode makes the
-    // statement fail with its own message; a permission hook (sepgsql, pgaudit) must see it.
-    if (store->distribution != StoreDistribution::local || XactReadOnly || IsInParallelMode() ||
-        ExecutorCheckPerms_hook != nullptr)
+    // A read-only transaction or parallel mode makes the statement fail with its own message; a
+    // permission hook (sepgsql, pgaudit) must see the statement.
+    if (XactReadOnly || IsInParallelMode() || ExecutorCheckPerms_hook != nullptr)
         return DirectInsert::unsupported;
-    Relation table = table_open(store->markers, RowExclusiveLock);
-    // Taking the lock read the invalidations of what committed meanwhile: a store that Citus
-    // distributed while this call waited has its rows on the workers now, and the table here is
-    // only its shell. (Citus also puts a TRUNCATE trigger on that shell, which arbiter_for
-    // refuses; this check does not depend on it.)
-    store = marker_store();
+    // The store is read again once its table is locked, since the lock brings the invalidations of
+    // what committed while this call waited: the statement serves a store that Citus distributed
+    // meanwhile (the table here is only its shell, its rows are on the workers; Citus's TRUNCATE
+    // trigger on the shell would send it there too) or that the extension dropped and made anew.
+    Relation table = try_table_open(marker_store()->markers, RowExclusiveLock);
+    if (table == nullptr) return DirectInsert::unsupported;
+    const MarkerStore* store = marker_store();
     Oid arbiter =
         store->distribution == StoreDistribution::local && RelationGetRelid(table) == store->markers
             ? arbiter_for(table)
