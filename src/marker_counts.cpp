@@ -55,21 +55,18 @@ MarkerStatement oldest_marker = {
     .argtypes = {INT2OID},
     .plan = nullptr};
 
-// The table's pages: on this node, or the sum over its shards.
-MarkerStatement local_pages = {
-    .sql =
-        "SELECT pg_catalog.pg_relation_size('inbox.markers'::pg_catalog.regclass) "
-        "OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::pg_catalog.int8",
-    .nargs = 0,
-    .argtypes = {},
-    .plan = nullptr};
-MarkerStatement distributed_pages = {
-    .sql =
-        "SELECT pg_catalog.citus_relation_size('inbox.markers'::pg_catalog.regclass) "
-        "OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::pg_catalog.int8",
-    .nargs = 0,
-    .argtypes = {},
-    .plan = nullptr};
+// The table's pages: on this node (pg_relation_size), or the sum over its shards
+// (citus_relation_size).
+#define PAGES_OF_MARKERS(size_function)                                         \
+    {                                                                           \
+        .sql = "SELECT pg_catalog." size_function                               \
+               "('inbox.markers'::pg_catalog.regclass) OPERATOR(pg_catalog./) " \
+               "pg_catalog.current_setting('block_size')::pg_catalog.int8",     \
+        .nargs = 0, .argtypes = {}, .plan = nullptr                             \
+    }
+MarkerStatement local_pages = PAGES_OF_MARKERS("pg_relation_size");
+MarkerStatement distributed_pages = PAGES_OF_MARKERS("citus_relation_size");
+#undef PAGES_OF_MARKERS
 
 // Markers per consumer in a sample of about `sampled_pages` pages ($1 percent of the table).
 MarkerStatement sample_counts = {
