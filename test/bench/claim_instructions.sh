@@ -13,8 +13,7 @@ calls=${2:-20000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
 trap '[ -n "${KEEP:-}" ] || git -C "$source_dir" worktree remove --force "$work/base/tree" 2>/dev/null; rm -rf "$work"' EXIT
 
 # Runs the statements of stdin in a single-user backend of SIDE, under callgrind when a function
@@ -34,11 +33,7 @@ single_user() {
 
 prepare_side() {
     local side=$1 tree=$2
-    mkdir -p "$work/$side"
-    make -s -C "$tree" >/dev/null
-    private_install "$work/$side/root" "$tree"
-    ln -s "$private_bindir" "$work/$side/bindir"
-    chown -R "$cluster_user" "$work/$side" 2>/dev/null || true
+    private_side "$side" "$tree"
     as_cluster_user "$private_bindir/initdb" -D "$work/$side/data" -A trust -U postgres \
         --no-sync >/dev/null
     single_user "$side" <<'SQL'

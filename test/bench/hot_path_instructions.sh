@@ -14,12 +14,9 @@ warm=200
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
 trap 'rm -rf "$work"' EXIT
-make -s -C "$source_dir" >/dev/null
-private_install "$work/root" "$source_dir"
-chown -R "$cluster_user" "$work"
+private_build
 bindir=$private_bindir
 as_cluster_user "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
 echo "synchronous_commit = off" >>"$work/data/postgresql.conf"

@@ -20,13 +20,10 @@ executions=${3:-2000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
 trap 'rm -rf "$work"' EXIT
 
-make -s -C "$source_dir" >/dev/null
-private_install "$work/root" "$source_dir"
-chown -R "$cluster_user" "$work" 2>/dev/null || true
+private_build
 as_cluster_user "$private_bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
 
 # Runs the statements of stdin (each ending with ";" and an empty line) in a single-user
