@@ -15,15 +15,14 @@ warm=200
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
 trap 'rm -rf "$work"' EXIT
 private_build
-bindir=$private_bindir
-as_cluster_user "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
-echo "synchronous_commit = off" >>"$work/data/postgresql.conf"
+single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
 {
     cat "$source_dir/test/bench/hot_path_setup.sql"
     printf '\n%s\n\n' "SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');"
-} | as_cluster_user "$bindir/postgres" --single -D "$work/data" -j postgres >/dev/null 2>&1
+} | single_user -j "$work/setup"
 
 declare -A statement=(
     [claim]="SELECT inbox.claim('claim', gen_random_uuid()::text)"
@@ -39,10 +38,7 @@ instructions() {
     local name=$1 times=$2
     { echo "PREPARE s AS ${statement[$name]};"; yes 'EXECUTE s;' | head -n "$times"; } >"$work/$name-$times.sql"
     chmod 644 "$work/$name-$times.sql"
-    as_cluster_user env TMPDIR="$work" valgrind --tool=callgrind \
-        --callgrind-out-file="$work/$name-$times.out" "$bindir/postgres" --single -D "$work/data" \
-        postgres <"$work/$name-$times.sql" >"$work/$name-$times.log" 2>&1
-    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/$name-$times.out"
+    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
 }
 
 declare -A per_transaction
