@@ -116,8 +116,8 @@ for round in $(seq "$rounds"); do
     done
     single=${measured[single apply]} coordinator=${measured[postgres apply]}
     delegated=${measured[postgres delegated]}
-    coordinator_ratios+=("$(awk -v a="$coordinator" -v b="$single" 'BEGIN {printf "%.3f", a / b}')")
-    delegated_ratios+=("$(awk -v a="$delegated" -v b="$single" 'BEGIN {printf "%.3f", a / b}')")
+    coordinator_ratios+=("$(ratio "$coordinator" "$single")")
+    delegated_ratios+=("$(ratio "$delegated" "$single")")
     printf '  round %d: one node %8.1f  coordinator %8.1f (%s)  delegated %8.1f (%s)\n' \
         "$round" "$single" "$coordinator" "${coordinator_ratios[-1]}" "$delegated" \
         "${delegated_ratios[-1]}"

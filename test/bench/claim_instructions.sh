@@ -55,5 +55,5 @@ done
 for what in claim duplicate apply; do
     b=$(eval echo "\$base_$what"); h=$(eval echo "\$head_$what")
     printf '%-9s instructions per call: base %s, head %s, head / base %s\n' "$what" "$b" "$h" \
-        "$(awk -v h="$h" -v b="$b" 'BEGIN { printf "%.3f", h / b }')"
+        "$(ratio "$h" "$b")"
 done

@@ -74,8 +74,6 @@ for script in claim apply; do
         printf '  %s round %d: base %s tps, head %s tps, head / base %s\n' "$script" "$round" \
             "$base" "$head" "${ratios[-1]}"
     done
-    printf '%s\n' "${ratios[@]}" | sort -n |
-        awk -v s="$script" -v rev="$base_rev" '{ r[NR] = $1 } END {
-            printf "%s: median head / %s = %.3f (range %.3f .. %.3f, %d rounds)\n", s, rev,
-                   r[int((NR + 1) / 2)], r[1], r[NR], NR }'
+    printf '%s\n' "${ratios[@]}" |
+        median_summary '%s = %.3f (range %.3f .. %.3f, %d rounds)\n' "$script: median head / $base_rev"
 done

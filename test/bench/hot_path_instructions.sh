@@ -50,7 +50,7 @@ for name in claim insert apply_plpgsql apply_sql statement; do
 done
 for pair in claim/insert apply_plpgsql/statement apply_sql/statement; do
     printf '%-24s %s times the instructions\n' "$pair" \
-        "$(awk -v a="${per_transaction[${pair%/*}]}" -v b="${per_transaction[${pair#*/}]}" 'BEGIN { printf "%.3f", a / b }')"
+        "$(ratio "${per_transaction[${pair%/*}]}" "${per_transaction[${pair#*/}]}")"
 done
 
 # Inclusive instructions per claim of the routines that make up its work.

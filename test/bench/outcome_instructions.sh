@@ -72,8 +72,6 @@ per_execution() {  # per_execution NAME STATEMENT ($1 in STATEMENT is the id)
     echo $((total / executions))
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-
 # Both tables start with 200,000 rows of another consumer, so that what each comparison adds
 # (up to 40,000 rows) changes the depth of neither index.
 batch=$(per_batch batch "SELECT count(*) FROM inbox.claim_batch('b', IDS)")

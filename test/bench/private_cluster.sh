@@ -13,6 +13,9 @@
 #   now_s                   seconds since the epoch, with fractions
 #   ratio A B               A / B to three decimals
 #   median                  the median of numbers, one a line
+#   median_summary FORMAT LABEL
+#                           of numbers, one a line: awk's printf FORMAT of LABEL, their median
+#                           (the lower middle one of an even count), lowest, highest and count
 source "$source_dir/scripts/cluster.sh"
 
 private_build() {
@@ -49,4 +52,8 @@ now_s() { date +%s.%N; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 median() {
     sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+median_summary() {
+    sort -n | awk -v format="$1" -v label="$2" \
+        '{ r[NR] = $1 } END { printf format, label, r[int((NR + 1) / 2)], r[1], r[NR], NR }'
 }
