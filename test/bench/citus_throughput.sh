@@ -19,14 +19,11 @@ clients=${3:-4}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/pgbench_compare.sh"
 [ -e "$(pg_config --pkglibdir)/citus.so" ] || { echo "Citus is not installed" >&2; exit 1; }
 
-make -s -C "$source_dir" >/dev/null
-private_install "$work/root" "$source_dir"
-chmod 711 "$work"
-chown -R "$cluster_user" "$work" 2>/dev/null || true
+private_build
 cluster_bindir=$private_bindir
 # The coordinator and the two workers, each listening only on a Unix socket in a directory of
 # its own (all on port 5432 there). pgbench_compare.sh talks to the coordinator.
@@ -119,8 +116,8 @@ for round in $(seq "$rounds"); do
     done
     single=${measured[single apply]} coordinator=${measured[postgres apply]}
     delegated=${measured[postgres delegated]}
-    coordinator_ratios+=("$(awk -v a="$coordinator" -v b="$single" 'BEGIN {printf "%.3f", a / b}')")
-    delegated_ratios+=("$(awk -v a="$delegated" -v b="$single" 'BEGIN {printf "%.3f", a / b}')")
+    coordinator_ratios+=("$(ratio "$coordinator" "$single")")
+    delegated_ratios+=("$(ratio "$delegated" "$single")")
     printf '  round %d: one node %8.1f  coordinator %8.1f (%s)  delegated %8.1f (%s)\n' \
         "$round" "$single" "$coordinator" "${coordinator_ratios[-1]}" "$delegated" \
         "${delegated_ratios[-1]}"

@@ -13,35 +13,17 @@ calls=${2:-20000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
 trap '[ -n "${KEEP:-}" ] || git -C "$source_dir" worktree remove --force "$work/base/tree" 2>/dev/null; rm -rf "$work"' EXIT
 
-# Runs the statements of stdin in a single-user backend of SIDE, under callgrind when a function
-# to count is given; prints that function's inclusive instruction count.
-single_user() {
-    local side=$1 function=${2:-}
-    local bindir=$work/$side/bindir
-    if [ -z "$function" ]; then
-        as_cluster_user "$bindir/postgres" --single -D "$work/$side/data" -j postgres >/dev/null
-        return
-    fi
-    as_cluster_user env TMPDIR="$work/$side" valgrind --tool=callgrind --callgrind-out-file="$work/$side/$function.out" \
-        --toggle-collect="$function" "$bindir/postgres" --single -D "$work/$side/data" -j \
-        postgres >"$work/$side/$function.log" 2>&1 || { cat "$work/$side/$function.log" >&2; return 1; }
-    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/$side/$function.out"
-}
-
+# Each side's single-user backend: $work/SIDE/bindir on $work/SIDE/data; the statements given
+# to it end with ";" and an empty line (-j).
 prepare_side() {
     local side=$1 tree=$2
-    mkdir -p "$work/$side"
-    make -s -C "$tree" >/dev/null
-    private_install "$work/$side/root" "$tree"
-    ln -s "$private_bindir" "$work/$side/bindir"
-    chown -R "$cluster_user" "$work/$side" 2>/dev/null || true
-    as_cluster_user "$private_bindir/initdb" -D "$work/$side/data" -A trust -U postgres \
-        --no-sync >/dev/null
-    single_user "$side" <<'SQL'
+    private_side "$side" "$tree"
+    single_user_init "$work/$side/bindir" "$work/$side/data"
+    single_user -j "$work/$side/setup" <<'SQL'
 CREATE EXTENSION inbox;
 CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
 INSERT INTO accounts SELECT g FROM generate_series(1, 1000) g;
@@ -55,15 +37,16 @@ prepare_side base "$work/base/tree"
 prepare_side head "$source_dir"
 
 for side in base head; do
-    claim=$(single_user "$side" inbox_claim <<SQL
+    single_user_use "$work/$side/bindir" "$work/$side/data"
+    claim=$(callgrind_count -j "$work/$side/inbox_claim" inbox_claim <<SQL
 SELECT count(*) FILTER (WHERE inbox.claim('c', 'claim-' || g)) FROM generate_series(1, $calls) g;
 SQL
     )
-    duplicate=$(single_user "$side" inbox_claim <<SQL
+    duplicate=$(callgrind_count -j "$work/$side/inbox_claim" inbox_claim <<SQL
 SELECT count(*) FILTER (WHERE inbox.claim('c', 'claim-' || g)) FROM generate_series(1, $calls) g;
 SQL
     )
-    apply=$(single_user "$side" inbox_apply <<SQL
+    apply=$(callgrind_count -j "$work/$side/inbox_apply" inbox_apply <<SQL
 SELECT count(*) FILTER (WHERE inbox.apply('c', 'apply-' || g, 'credit(jsonb)', jsonb_build_object('account', g % 1000 + 1, 'amount', 1))) FROM generate_series(1, $calls) g;
 SQL
     )
@@ -72,5 +55,5 @@ done
 for what in claim duplicate apply; do
     b=$(eval echo "\$base_$what"); h=$(eval echo "\$head_$what")
     printf '%-9s instructions per call: base %s, head %s, head / base %s\n' "$what" "$b" "$h" \
-        "$(awk -v h="$h" -v b="$b" 'BEGIN { printf "%.3f", h / b }')"
+        "$(ratio "$h" "$b")"
 done

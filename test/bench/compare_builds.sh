@@ -12,8 +12,7 @@ clients=${4:-1}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
 
 stop_both() {
     for side in base head; do
@@ -26,11 +25,7 @@ trap 'stop_both; git -C "$source_dir" worktree remove --force "$work/base/tree" 
 # One private installation and cluster per side: $work/SIDE/{root,cluster}.
 prepare_side() {
     local side=$1 tree=$2
-    mkdir -p "$work/$side"
-    make -s -C "$tree" >/dev/null
-    private_install "$work/$side/root" "$tree"
-    ln -s "$private_bindir" "$work/$side/bindir"
-    chown -R "$cluster_user" "$work/$side" 2>/dev/null || true
+    private_side "$side" "$tree"
     cluster_start "$private_bindir" "$work/$side/cluster" "shared_preload_libraries = 'inbox'" \
         "shared_buffers = '256MB'" "synchronous_commit = off" "max_wal_size = '4GB'"
     cluster_psql <<'SQL'
@@ -79,8 +74,6 @@ for script in claim apply; do
         printf '  %s round %d: base %s tps, head %s tps, head / base %s\n' "$script" "$round" \
             "$base" "$head" "${ratios[-1]}"
     done
-    printf '%s\n' "${ratios[@]}" | sort -n |
-        awk -v s="$script" -v rev="$base_rev" '{ r[NR] = $1 } END {
-            printf "%s: median head / %s = %.3f (range %.3f .. %.3f, %d rounds)\n", s, rev,
-                   r[int((NR + 1) / 2)], r[1], r[NR], NR }'
+    printf '%s\n' "${ratios[@]}" |
+        median_summary '%s = %.3f (range %.3f .. %.3f, %d rounds)\n' "$script: median head / $base_rev"
 done

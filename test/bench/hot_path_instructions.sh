@@ -14,19 +14,15 @@ warm=200
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
 trap 'rm -rf "$work"' EXIT
-make -s -C "$source_dir" >/dev/null
-private_install "$work/root" "$source_dir"
-chown -R "$cluster_user" "$work"
-bindir=$private_bindir
-as_cluster_user "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
-echo "synchronous_commit = off" >>"$work/data/postgresql.conf"
+private_build
+single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
 {
     cat "$source_dir/test/bench/hot_path_setup.sql"
     printf '\n%s\n\n' "SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');"
-} | as_cluster_user "$bindir/postgres" --single -D "$work/data" -j postgres >/dev/null 2>&1
+} | single_user -j "$work/setup"
 
 declare -A statement=(
     [claim]="SELECT inbox.claim('claim', gen_random_uuid()::text)"
@@ -42,10 +38,7 @@ instructions() {
     local name=$1 times=$2
     { echo "PREPARE s AS ${statement[$name]};"; yes 'EXECUTE s;' | head -n "$times"; } >"$work/$name-$times.sql"
     chmod 644 "$work/$name-$times.sql"
-    as_cluster_user env TMPDIR="$work" valgrind --tool=callgrind \
-        --callgrind-out-file="$work/$name-$times.out" "$bindir/postgres" --single -D "$work/data" \
-        postgres <"$work/$name-$times.sql" >"$work/$name-$times.log" 2>&1
-    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/$name-$times.out"
+    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
 }
 
 declare -A per_transaction
@@ -57,7 +50,7 @@ for name in claim insert apply_plpgsql apply_sql statement; do
 done
 for pair in claim/insert apply_plpgsql/statement apply_sql/statement; do
     printf '%-24s %s times the instructions\n' "$pair" \
-        "$(awk -v a="${per_transaction[${pair%/*}]}" -v b="${per_transaction[${pair#*/}]}" 'BEGIN { printf "%.3f", a / b }')"
+        "$(ratio "${per_transaction[${pair%/*}]}" "${per_transaction[${pair#*/}]}")"
 done
 
 # Inclusive instructions per claim of the routines that make up its work.

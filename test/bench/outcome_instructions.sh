@@ -20,35 +20,15 @@ executions=${3:-2000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
-chmod 711 "$work"
-source "$source_dir/scripts/cluster.sh"
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
 trap 'rm -rf "$work"' EXIT
 
-make -s -C "$source_dir" >/dev/null
-private_install "$work/root" "$source_dir"
-chown -R "$cluster_user" "$work" 2>/dev/null || true
-as_cluster_user "$private_bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >/dev/null
+private_build
+single_user_init "$private_bindir" "$work/data"
 
-# Runs the statements of stdin (each ending with ";" and an empty line) in a single-user
-# backend; under callgrind when functions to count are given (NAME FUNCTION...), then prints
-# the instructions run inside them.
-single_user() {
-    if (($# == 0)); then
-        as_cluster_user "$private_bindir/postgres" --single -D "$work/data" -j postgres \
-            >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; return 1; }
-        return
-    fi
-    local name=$1 toggles=()
-    shift
-    for function in "$@"; do toggles+=(--toggle-collect="$function"); done
-    as_cluster_user env TMPDIR="$work" valgrind --tool=callgrind \
-        --callgrind-out-file="$work/$name.out" "${toggles[@]}" \
-        "$private_bindir/postgres" --single -D "$work/data" -j postgres >"$work/$name.log" 2>&1 ||
-        { cat "$work/$name.log" >&2; return 1; }
-    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/$name.out"
-}
-
-single_user <<'SQL'
+# The statements given to single_user and callgrind_count end with ";" and an empty line (-j).
+single_user -j "$work/setup" <<'SQL'
 CREATE EXTENSION inbox;
 
 CREATE TABLE processed (consumer text, message_id text, processed_at timestamptz NOT NULL DEFAULT now(),
@@ -62,7 +42,7 @@ SQL
 
 per_call() {  # per_call FUNCTION SQL: instructions per call of FUNCTION
     local total
-    total=$(printf '%s;\n\n' "$2" | single_user "$1" "$1")
+    total=$(printf '%s;\n\n' "$2" | callgrind_count -j "$work/$1" "$1")
     echo $((total / calls))
 }
 
@@ -73,8 +53,8 @@ per_batch() {  # per_batch SIDE TEMPLATE: TEMPLATE with IDS replaced by each bat
         local ids="ARRAY(SELECT '$1-$batch-' || g FROM pg_catalog.generate_series(1, 100) g)"
         printf '%s;\n\n' "${template//IDS/$ids}"
     done >"$work/$1.sql"
-    total=$(single_user "$1" pg_parse_query pg_analyze_and_rewrite_fixedparams pg_plan_queries \
-        PortalRun StartTransactionCommand CommitTransactionCommand <"$work/$1.sql")
+    total=$(callgrind_count -j "$work/$1" pg_parse_query pg_analyze_and_rewrite_fixedparams \
+        pg_plan_queries PortalRun StartTransactionCommand CommitTransactionCommand <"$work/$1.sql")
     echo $((total / batches))
 }
 
@@ -87,12 +67,10 @@ per_execution() {  # per_execution NAME STATEMENT ($1 in STATEMENT is the id)
             printf "EXECUTE measured('%s-%d');\n\n" "$1" "$execution"
         done
     } >"$work/$1.sql"
-    total=$(single_user "$1" PortalRun StartTransactionCommand CommitTransactionCommand \
-        <"$work/$1.sql")
+    total=$(callgrind_count -j "$work/$1" PortalRun StartTransactionCommand \
+        CommitTransactionCommand <"$work/$1.sql")
     echo $((total / executions))
 }
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # Both tables start with 200,000 rows of another consumer, so that what each comparison adds
 # (up to 40,000 rows) changes the depth of neither index.

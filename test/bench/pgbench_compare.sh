@@ -1,5 +1,5 @@
 # Interleaved pgbench comparisons on a cluster started with scripts/cluster.sh. Sourced by the
-# benchmarks; expects $work, $seconds, $rounds and $clients.
+# benchmarks after private_cluster.sh; expects $work, $seconds, $rounds and $clients.
 #   pgbench_script NAME < script        writes $work/NAME.sql
 #   pgbench_compare OURS THEIRS         $rounds rounds; prints each and the median ratio
 #   median_ratio LABEL < ratios         prints the median and the range of one ratio a line
@@ -35,12 +35,10 @@ pgbench_compare() {
 }
 
 median_ratio() {
-    sort -n | awk -v label="$1" '{r[NR] = $1}
-        END {printf "median %s: %.3f (range %.3f - %.3f, %d rounds)\n", label, r[int((NR + 1) / 2)], r[1], r[NR], NR}'
+    median_summary 'median %s: %.3f (range %.3f - %.3f, %d rounds)\n' "$1"
 }
 
 median_block_ratio() {
-    awk 'NR % 2 { first = $1; next } { printf "%.6f\n", sqrt(first * $1) }' | sort -n |
-        awk -v label="$1" '{r[NR] = $1}
-        END {printf "median %s: %.3f (range %.3f - %.3f, %d blocks of two rounds)\n", label, r[int((NR + 1) / 2)], r[1], r[NR], NR}'
+    awk 'NR % 2 { first = $1; next } { printf "%.6f\n", sqrt(first * $1) }' |
+        median_summary 'median %s: %.3f (range %.3f - %.3f, %d blocks of two rounds)\n' "$1"
 }

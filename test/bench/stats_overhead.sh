@@ -44,8 +44,7 @@ tps() { sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/$1-$2.out"; }
 summary() {  # summary LABEL RATIO...: median and range
     local label=$1
     shift
-    printf '%s\n' "$@" | sort -n | awk -v l="$label" \
-        '{r[NR] = $1} END {printf "  %s: median %.3f (range %.3f - %.3f)\n", l, r[int((NR + 1) / 2)], r[1], r[NR]}'
+    printf '%s\n' "$@" | median_summary '  %s: median %.3f (range %.3f - %.3f)\n' "$label"
 }
 
 for kind in new duplicate; do
@@ -60,8 +59,8 @@ for kind in new duplicate; do
         on=$(tps "$kind" on)
         off=$(tps "$kind" off)
         control=$(tps "$kind" control)
-        ratios+=("$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')")
-        controls+=("$(awk -v a="$control" -v b="$off" 'BEGIN {printf "%.3f", a / b}')")
+        ratios+=("$(ratio "$on" "$off")")
+        controls+=("$(ratio "$control" "$off")")
         printf '  round %d: on %6.0f tps, off %6.0f tps, control (off) %6.0f tps\n' \
             "$round" "$on" "$off" "$control"
     done

@@ -1,0 +1,52 @@
+# shellcheck shell=bash
+# A single-user backend (postgres --single) of a private installation, and the instructions it
+# runs counted by callgrind: counts that do not depend on the machine's load. Sourced by the
+# instruction benchmarks after private_cluster.sh. The backend is $single_user_bindir/postgres
+# on the data directory $single_user_data:
+#   single_user_use BINDIR DATA     sets them (to switch between installations)
+#   single_user_init BINDIR DATA [postgresql.conf line ...]
+#                                   single_user_use, and initdb of DATA by BINDIR's initdb, the
+#                                   lines appended to its postgresql.conf
+#   single_user [-j] NAME < statements
+#                                   runs the statements: with -j each ends with ";" and an empty
+#                                   line, else each is one line; the backend's output goes to
+#                                   NAME.log, shown if the backend fails
+#   callgrind_count [-j] NAME [FUNCTION ...] < statements
+#                                   the same under callgrind, counting only inside the FUNCTIONs
+#                                   (inclusive) if any are given, and prints the instructions
+#                                   counted; the profile in NAME.out (for callgrind_annotate),
+#                                   valgrind's temporary files in NAME's directory
+
+single_user_use() {
+    single_user_bindir=$1
+    single_user_data=$2
+}
+
+single_user_init() {
+    single_user_use "$1" "$2"
+    shift 2
+    as_cluster_user "$single_user_bindir/initdb" -D "$single_user_data" -A trust -U postgres \
+        --no-sync >/dev/null
+    if (($#)); then printf '%s\n' "$@" >>"$single_user_data/postgresql.conf"; fi
+}
+
+single_user() {
+    local options=()
+    if [ "$1" = -j ]; then options=(-j); shift; fi
+    local name=$1
+    as_cluster_user "$single_user_bindir/postgres" --single -D "$single_user_data" "${options[@]}" \
+        postgres >"$name.log" 2>&1 || { cat "$name.log" >&2; return 1; }
+}
+
+callgrind_count() {
+    local options=() toggles=() function
+    if [ "$1" = -j ]; then options=(-j); shift; fi
+    local name=$1
+    shift
+    for function in "$@"; do toggles+=(--toggle-collect="$function"); done
+    as_cluster_user env TMPDIR="$(dirname "$name")" valgrind --tool=callgrind \
+        --callgrind-out-file="$name.out" "${toggles[@]}" \
+        "$single_user_bindir/postgres" --single -D "$single_user_data" "${options[@]}" postgres \
+        >"$name.log" 2>&1 || { cat "$name.log" >&2; return 1; }
+    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$name.out"
+}
