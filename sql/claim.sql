@@ -26,6 +26,18 @@ SELECT inbox.claim('billing', 'ABC') AS upper, inbox.claim('billing', 'abc') AS 
        inbox.claim('billing', 'abc ') AS trailing_space,
        inbox.claim('billing', U&'\00E9') AS composed, inbox.claim('billing', U&'e\0301') AS decomposed;
 
+-- inbox.messages shows each id exactly as it was claimed, whatever form the store keeps it in: a
+-- canonical UUID, the same UUID in capitals, without hyphens or in braces (other ids), and the
+-- 16-byte text whose bytes are that UUID's 16 bytes. Each is a message of its own.
+SELECT id, inbox.claim('billing-ids', id) AS first, inbox.claim('billing-ids', id) AS again
+FROM (VALUES ('61626364-6566-6768-696a-6b6c6d6e6f70'), ('61626364-6566-6768-696A-6B6C6D6E6F70'),
+             ('6162636465666768696a6b6c6d6e6f70'),
+             ('{61626364-6566-6768-696a-6b6c6d6e6f70}'), ('abcdefghijklmnop'),
+             ('00000000-0000-0000-0000-000000000000')) AS ids(id);
+SELECT message_id FROM inbox.messages WHERE consumer = 'billing-ids' ORDER BY message_id COLLATE "C";
+SELECT inbox.forget('billing-ids', 'abcdefghijklmnop') AS forgotten,
+       inbox.claim('billing-ids', '61626364-6566-6768-696a-6b6c6d6e6f70') AS uuid_still_duplicate;
+
 -- The largest keys the contract allows: 64-byte consumer, 128-byte message id (multibyte too).
 SELECT inbox.claim(repeat('c', 64), repeat('m', 128)) AS longest_ascii,
        inbox.claim(repeat(U&'\00E9', 32), repeat(U&'\00E9', 64)) AS longest_multibyte;

@@ -117,6 +117,13 @@ SELECT * FROM public.tags;
 SELECT has_function_privilege('regress_hostile_app', 'inbox.claim_batch(text, text[])', 'EXECUTE')
     AS granted;
 SELECT what AS hostile_object_called FROM shadow.calls;
+-- The control: the same kind of names, written without their schema under the hostile path,
+-- do reach the look-alikes, so the empty list above is the extension's doing.
+SET search_path = shadow, pg_catalog;
+SELECT now() IS NULL AS shadowed_now, 'a'::text = 'b'::text AS shadowed_equality,
+       count(*) AS shadowed_count FROM (VALUES (1)) AS v(x);
+SET search_path = pg_catalog;
+SELECT what AS hostile_object_called FROM shadow.calls ORDER BY what COLLATE "C";
 
 DO $$ BEGIN
     EXECUTE format('ALTER DATABASE %I RESET search_path', current_database());
