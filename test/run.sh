@@ -2,6 +2,7 @@
 # Runs the test suites against the extension as built in this tree:
 #   test/run.sh [SUITE ...]     (default: all of them)
 # SUITE: style lint unit regress isolation pgtap tap citus broker examples docs
+# A subset of regress, isolation or tap: REGRESS=purge test/run.sh regress (see pgxs_installcheck).
 #
 # The suites never touch the system's PostgreSQL installation: every server starts from a
 # private copy of it with this tree's extension installed (private_install in
@@ -64,10 +65,16 @@ run_unit() {
 }
 
 # make installcheck in the copy of the tree, against the private installation; the arguments
-# empty the suites not wanted (REGRESS= ISOLATION= TAP_TESTS=).
+# empty the suites not wanted (REGRESS= ISOLATION= TAP_TESTS=). A subset of a suite comes from
+# the environment: REGRESS="purge stats", ISOLATION=batches, PROVE_TESTS=test/t/011_purge_cron.pl.
 pgxs_installcheck() {
+    local subset=()
+    local name
+    for name in REGRESS ISOLATION PROVE_TESTS; do
+        [ -n "${!name:-}" ] && subset+=("$name=${!name}")
+    done
     as_cluster_user env TMPDIR="$work/tmp" make -s --no-print-directory -C "$work" installcheck \
-        PG_CONFIG="$pg_bindir/pg_config" "$@"
+        PG_CONFIG="$pg_bindir/pg_config" "${subset[@]}" "$@"
 }
 
 run_regress() {
