@@ -13,7 +13,7 @@ INBOX_SOURCES = \
 	src/marker_table.cpp \
 	src/consumer_registry.cpp \
 	src/worker_session.cpp \
-	src/consumer_registrar.cpp \
+	src/consumer_registration.cpp \
 	src/marker_forms.cpp \
 	src/marker_insert.cpp \
 	src/marker_ops.cpp \

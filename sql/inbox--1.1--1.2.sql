@@ -2,3 +2,122 @@
 -- built from inbox--1.1.sql followed by this file (Makefile), so that a fresh install and the
 -- update from 1.1 (or 1.0) run the same statements.
 \echo Use "ALTER EXTENSION inbox UPDATE TO '1.2'" to load this file. \quit
+
+-- ---- consumer registration ------------------------------------------------------------------
+-- A consumer registers in the transaction of its first claim and takes the first free id above
+-- the highest registered one, reserved without waiting (README, "Consumers"). No sequence: its
+-- values were burnt by every rolled-back first claim, and a logical replica does not follow it.
+ALTER TABLE inbox.consumer_registry ALTER COLUMN id DROP DEFAULT;
+ALTER EXTENSION inbox DROP SEQUENCE inbox.consumer_registry_id_seq;
+DROP SEQUENCE inbox.consumer_registry_id_seq;
+
+-- ---- failed attempts by consumer name -------------------------------------------------------
+-- Failed attempts are kept by the consumer's name (and the registry's incarnation), not its id:
+-- a consumer whose first claims all rolled back is not registered, yet its failures count and
+-- show. The roles that could read them keep the right to.
+CREATE FUNCTION inbox.failed_attempts(OUT consumer text, OUT message_id text,
+                                      OUT failures integer, OUT last_sqlstate text,
+                                      OUT last_message text, OUT last_failed_at timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL SAFE ROWS 10
+AS 'MODULE_PATHNAME', 'inbox_failed_attempts';
+COMMENT ON FUNCTION inbox.failed_attempts() IS
+    'The failed attempts kept for this database (shared memory; none without shared_preload_libraries).';
+REVOKE ALL ON FUNCTION inbox.failed_attempts() FROM PUBLIC;
+DO $grants$
+DECLARE
+    grantee pg_catalog.regrole;
+BEGIN
+    FOR grantee IN
+        SELECT a.grantee::pg_catalog.regrole
+        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+        WHERE p.oid OPERATOR(pg_catalog.=) 'inbox.attempt_entries()'::pg_catalog.regprocedure
+          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          AND a.grantee OPERATOR(pg_catalog.<>) 0
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION inbox.failed_attempts() TO %s', grantee);
+    END LOOP;
+END $grants$;
+
+CREATE OR REPLACE VIEW inbox.attempts AS
+SELECT a.consumer COLLATE pg_catalog."C" AS consumer, a.message_id COLLATE pg_catalog."C" AS message_id,
+       a.failures, a.last_sqlstate, a.last_message, a.last_failed_at
+FROM inbox.failed_attempts() a;
+DROP FUNCTION inbox.attempt_entries();
+
+CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    privileges text;
+    grants text[];
+    statement text;
+    worker record;
+BEGIN
+    IF grantee IS NULL OR access IS NULL THEN
+        RAISE EXCEPTION 'grantee and access must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT inbox.grant_access(''app'', ''consume'').';
+    END IF;
+    privileges := CASE access
+        WHEN 'consume' THEN
+            'EXECUTE ON FUNCTION inbox.claim(text, text), '
+            'inbox.apply(text, text, regprocedure, jsonb), '
+            'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
+            'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb)'
+        WHEN 'operate' THEN
+            'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
+            'inbox.configure_consumer(text, interval, integer)'
+        WHEN 'monitor' THEN
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+    END;
+    IF privileges IS NULL THEN
+        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+                     'operate: forget, purge, configure_consumer, stats_reset; monitor: the views.';
+    END IF;
+    -- On the extension's own objects: those Citus copies to no worker node (below).
+    grants := ARRAY[format('GRANT %s TO %s', privileges, grantee)];
+    IF access = 'operate' THEN
+        grants := grants || format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+    ELSIF access = 'monitor' THEN
+        -- the functions the views call run with the caller's privileges
+        grants := grants || format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), '
+                                   'inbox.marker_counts(), inbox.worker_status(), '
+                                   'inbox.failed_attempts() TO %s', grantee);
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    FOREACH statement IN ARRAY grants LOOP
+        EXECUTE statement;
+    END LOOP;
+    -- Distributed with Citus (inbox.distribute()): Citus reads the registry behind a view with the
+    -- reader's own privileges, and copies the GRANTs on the schema and on its own tables to the
+    -- worker nodes, but none on an extension's functions: delegated calls and the workers' own
+    -- clients run them there. (Through connections of their own, outside this transaction:
+    -- those grants are made again there, not the ones Citus copies within it.)
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                   WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'inbox.consumer_registry'::regclass) THEN
+        RETURN;
+    END IF;
+    IF access = 'monitor' THEN
+        EXECUTE format('GRANT SELECT ON inbox.consumer_registry TO %s', grantee);
+    END IF;
+    FOR worker IN
+        SELECT r.nodename, r.nodeport, r.result
+        FROM pg_catalog.run_command_on_workers(
+            -- (a worker changes objects Citus distributes only as the coordinator's own)
+            'SET citus.enable_ddl_propagation = off; '
+            || array_to_string(grants, '; ')) r
+        WHERE NOT r.success
+    LOOP
+        RAISE EXCEPTION 'could not grant % access to % on worker node %:%', access, grantee,
+            worker.nodename, worker.nodeport
+        USING ERRCODE = 'connection_failure', DETAIL = worker.result,
+              HINT = 'The role must exist on the workers: create it in a transaction of its own.';
+    END LOOP;
+END $$;

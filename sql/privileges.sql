@@ -86,7 +86,7 @@ GRANT EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(),
 GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO regress_readme_ops;
 GRANT SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts TO regress_readme_monitoring;
 GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.marker_counts(),
-                          inbox.worker_status(), inbox.attempt_entries() TO regress_readme_monitoring;
+                          inbox.worker_status(), inbox.failed_attempts() TO regress_readme_monitoring;
 CREATE FUNCTION roles_handler(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
 REVOKE EXECUTE ON FUNCTION roles_handler(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION roles_handler(jsonb) TO regress_readme_app;

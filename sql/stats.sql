@@ -156,7 +156,7 @@ DROP FUNCTION st_fail(jsonb), st_ok(jsonb);
 -- 20%, interleaved as live traffic interleaves them): each estimate within 5% of the exact
 -- count, and oldest_processed_at exact.
 ANALYZE inbox.markers;
-INSERT INTO inbox.consumer_registry (name) VALUES ('st-half'), ('st-third'), ('st-fifth');
+SELECT count(inbox.consumer_id(c)) AS registered FROM unnest(ARRAY['st-half', 'st-third', 'st-fifth']) c;
 INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key)
 SELECT inbox.marker_time_bucket(t), r.id, inbox.marker_time_offset(t), inbox.message_key('m-' || g)
 FROM (SELECT g, now() - (300000 - g) * interval '10 ms' AS t,

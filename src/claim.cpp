@@ -19,6 +19,7 @@ extern "C" {
 #include "pending_claims.hpp"
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
+#include "pg/writable.hpp"
 
 // ---- keys ----------------------------------------------------------------------------------
 
@@ -125,9 +126,10 @@ MarkerLayout layout_for_change() {
              errhint("Dead-letter it, or inbox.forget it to let it be tried again.")));
 }
 
-// A marker as the compact store keeps it: what its failed attempts are known by.
+// A marker as the compact store keeps it, and its consumer: what its failed attempts are known
+// by.
 struct StoredMarker {
-    int16 consumer_id;  // 0 in a database still at 1.0, whose attempts are not counted
+    Consumer consumer;  // id 0 in a database still at 1.0, whose attempts are not counted
     StoredKey key;
 };
 
@@ -137,22 +139,21 @@ struct StoredMarker {
 bool claim_marker(const MarkerKey& key, bool refuse_poisoned, StoredMarker* stored) {
     pg::spi_connect();
     bool inserted = false;
-    stored->consumer_id = 0;
+    stored->consumer.id = 0;
     if (layout_for_change() == MarkerLayout::version_1_0) {
         inserted = change_marker_1_0(&insert_marker_1_0, key);
     } else {
-        Consumer consumer = {0, 0};
+        Consumer& consumer = stored->consumer;
         find_consumer(key.consumer, true, &consumer);
-        stored->consumer_id = consumer.id;
         store_message_id(key.message_id, &stored->key);
         if (refuse_poisoned && consumer.max_attempts > 0) {
-            int32 failures = earlier_failures(consumer.id, stored->key);
+            int32 failures = earlier_failures(consumer, stored->key);
             if (poisoned(failures, consumer.max_attempts)) {
                 count_answer(key.consumer, Answer::poisoned);
                 report_poisoned(key, failures);
             }
         }
-        inserted = insert_marker(consumer.id, &stored->key);
+        inserted = insert_marker(consumer, &stored->key);
     }
     SPI_finish();
     return count_claim(key.consumer, inserted);
@@ -164,11 +165,11 @@ bool forget_marker(const MarkerKey& key) {
     if (layout_for_change() == MarkerLayout::version_1_0) {
         removed = change_marker_1_0(&delete_marker_1_0, key);
     } else {
-        Consumer consumer = {0, 0};
+        Consumer consumer;
         if (find_consumer(key.consumer, false, &consumer)) {  // else no marker either
             StoredKey stored;
             store_message_id(key.message_id, &stored);
-            removed = remove_marker(consumer.id, &stored);
+            removed = remove_marker(consumer, &stored);
         }
     }
     SPI_finish();
@@ -179,7 +180,7 @@ bool forget_marker(const MarkerKey& key) {
 // failed attempt of the message records.
 void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is_null,
                                 const StoredMarker& marker) {
-    if (marker.consumer_id == 0) {
+    if (marker.consumer.id == 0) {
         run_handler(handler, payload, payload_is_null);
         return;
     }
@@ -190,7 +191,7 @@ void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is
     {
         MemoryContextSwitchTo(caller_context);
         ErrorData* error = CopyErrorData();
-        note_failure_cause(marker.consumer_id, marker.key.data(), marker.key.length(), error);
+        note_failure_cause(attempt_key(marker.consumer, marker.key), error);
         FreeErrorData(error);
         PG_RE_THROW();
     }
@@ -203,12 +204,14 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_claim);
 PGDLLEXPORT Datum inbox_claim(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.claim()");
     StoredMarker stored;
     PG_RETURN_BOOL(claim_marker(require_marker_key(fcinfo), false, &stored));
 }
 
 PG_FUNCTION_INFO_V1(inbox_apply);
 PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.apply()");
     MarkerKey key = require_marker_key(fcinfo);
     pg::require_argument(fcinfo, 2, "fn");
     Handler* handler = handler_for_call_site(fcinfo, PG_GETARG_OID(2));
@@ -226,6 +229,7 @@ PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
 // one. Its failed attempts go with it.
 PG_FUNCTION_INFO_V1(inbox_forget);
 PGDLLEXPORT Datum inbox_forget(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.forget()");
     PG_RETURN_BOOL(forget_marker(require_marker_key(fcinfo)));
 }
 }

@@ -27,6 +27,7 @@ extern "C" {
 #include "pg/palloc_elements.hpp"
 #include "pg/spi.hpp"
 #include "pg/subtransaction.hpp"
+#include "pg/writable.hpp"
 
 namespace {
 
@@ -73,7 +74,7 @@ void claim_batch_messages(const Consumer& consumer, Batch* batch) {
         claimed[distinct++] = message;
     }
     auto* inserted = pg::palloc_elements<bool>(distinct);
-    if (distinct > 0) insert_markers(consumer.id, keys, distinct, inserted);
+    if (distinct > 0) insert_markers(consumer, keys, distinct, inserted);
     for (int i = 0; i < distinct; i++) claimed[i]->inserted = inserted[i];
 }
 
@@ -82,7 +83,7 @@ void find_poisoned(const Consumer& consumer, text* consumer_name, Batch* batch) 
     for (int i = 0; i < batch->count; i++) {
         BatchMessage* message = &batch->messages[i];
         message->poisoned =
-            poisoned(earlier_failures(consumer.id, message->key), consumer.max_attempts);
+            poisoned(earlier_failures(consumer, message->key), consumer.max_attempts);
         if (message->poisoned) count_answer(consumer_name, Answer::poisoned);
     }
 }
@@ -188,13 +189,14 @@ extern "C" {
 // The ids claimed now, each once, in the order given.
 PG_FUNCTION_INFO_V1(inbox_claim_batch);
 PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.claim_batch()");
     text* consumer_name = require_consumer_key(fcinfo, 0);
     Batch batch = read_ids(fcinfo);
     InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
 
     pg::spi_connect();
-    Consumer consumer = {0, 0};
+    Consumer consumer;
     find_consumer(consumer_name, true, &consumer);
     claim_batch_messages(consumer, &batch);
     SPI_finish();
@@ -218,6 +220,7 @@ PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
 
 PG_FUNCTION_INFO_V1(inbox_apply_batch);
 PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.apply_batch()");
     text* consumer_name = require_consumer_key(fcinfo, 0);
     pg::require_argument(fcinfo, 1, "fn");
     Oid fn = PG_GETARG_OID(1);
@@ -230,7 +233,7 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
     OutcomeType type = lookup_outcome_type(fcinfo, 1, result->setDesc);
 
     pg::spi_connect();
-    Consumer consumer = {0, 0};
+    Consumer consumer;
     find_consumer(consumer_name, true, &consumer);
     if (consumer.max_attempts > 0) find_poisoned(consumer, consumer_name, &batch);
     claim_batch_messages(consumer, &batch);
@@ -266,7 +269,7 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
                 row->outcome = Outcome::failed;
                 row->sqlstate = error->sqlerrcode;
                 row->message = error->message;
-                fail_attempt_now(consumer.id, message.key.data(), message.key.length(), error);
+                fail_attempt_now(attempt_key(consumer, message.key), error);
                 pg::spi_connect();
                 withdraw_marker(consumer.id, &message.key);
                 SPI_finish();

@@ -1,7 +1,9 @@
 // The cache maps names to ids for the backend's life. An id never changes for a name (the
 // registry refuses renames and removals), so the cache is dropped only when the registry table
-// itself changes (relcache invalidation: TRUNCATE, DROP EXTENSION, a restore). A registration
-// that this transaction made is not cached before it commits: a rollback takes it back.
+// itself changes (relcache invalidation: TRUNCATE, DROP EXTENSION, a restore). Only committed
+// registrations are cached: a rollback takes an uncommitted one back, and its id goes to the
+// next registration. The registry is read with a snapshot taken at the lookup, so that a
+// consumer registered since this transaction's snapshot is found, not registered again.
 extern "C" {
 #include "postgres.h"
 #include "access/transam.h"
@@ -19,12 +21,13 @@ extern "C" {
 #include <cstring>
 
 #include "claim.hpp"
-#include "consumer_registrar.hpp"
+#include "consumer_registration.hpp"
 #include "consumer_registry.hpp"
 #include "marker_table.hpp"
 #include "message_key.hpp"
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
+#include "pg/writable.hpp"
 
 namespace {
 
@@ -74,16 +77,6 @@ MarkerStatement find_consumer_row = {
     .argtypes = {TEXTOID},
     .plan = nullptr};
 
-// ON CONFLICT waits for a concurrent first claim of the same consumer: if that one commits,
-// nothing is inserted here and the lookup that follows finds its row.
-MarkerStatement register_consumer = {
-    .sql =
-        "INSERT INTO inbox.consumer_registry (name) VALUES ($1) "
-        "ON CONFLICT (name) DO NOTHING RETURNING id, xmin, max_attempts",
-    .nargs = 1,
-    .argtypes = {TEXTOID},
-    .plan = nullptr};
-
 // The consumer in the first row of the last statement; *committed is false when this
 // transaction wrote the row.
 bool read_consumer(Consumer* found, bool* committed) {
@@ -99,72 +92,45 @@ bool read_consumer(Consumer* found, bool* committed) {
     return true;
 }
 
-// Consumers register on the coordinator of a Citus cluster: the registry's id sequence is the
-// coordinator's, and a worker node's own copy of it would hand out ids the coordinator hands out.
-// (A claim on a worker node has the coordinator register it: consumer_registrar.hpp.)
-void require_registering_node(text* consumer) {
-    if (marker_store()->distribution != StoreDistribution::citus_worker_node) return;
-    char* name = text_to_cstring(consumer);
-    ereport(
-        ERROR,
-        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-         errmsg("consumer \"%s\" is not registered, and this Citus worker node cannot register it",
-                name),
-         errhint("Consumers register on the coordinator: claim a first message there, or run "
-                 "SELECT inbox.configure_consumer('%s'); there.",
-                 name)));
-}
-
 // The consumer as the registry has it, registering it when asked to.
 bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool* committed) {
     Datum name = PointerGetDatum(consumer);
-    execute_as_store_owner(&find_consumer_row, &name);
+    read_latest_as_store_owner(&find_consumer_row, &name);
     if (read_consumer(found, committed)) return true;
     if (!register_new) return false;
-    require_registering_node(consumer);
-    execute_as_store_owner(&register_consumer, &name);
+    if (insert_consumer(consumer, found)) {
+        *committed = false;
+        return true;
+    }
+    read_latest_as_store_owner(&find_consumer_row, &name);
     if (read_consumer(found, committed)) return true;
-    execute_as_store_owner(&find_consumer_row, &name);
-    if (read_consumer(found, committed)) return true;
-    elog(ERROR, "consumer \"%s\" could not be registered", text_to_cstring(consumer));
+    elog(ERROR, "consumer \"%s\" is neither registered nor registrable", text_to_cstring(consumer));
 }
 
 }  // namespace
 
-Consumer register_consumer_now(text* consumer) {
-    Consumer found = {.id = 0, .max_attempts = 0};
-    bool committed = false;
-    pg::spi_connect();
-    registry_consumer(consumer, true, &found, &committed);
-    SPI_finish();
-    return found;
-}
-
 bool find_consumer(text* consumer, bool register_new, Consumer* found) {
-    CachedName key;
-    std::size_t length = VARSIZE_ANY_EXHDR(consumer);
-    Assert(length <= inbox::max_consumer_bytes);  // the caller validated the key
-    std::memset(&key, 0, sizeof(key));
-    std::memcpy(key.name, VARDATA_ANY(consumer), length);
     // A Citus worker node reads the registry every time: the coordinator's configure_consumer
-    // changes its copy of the reference table without invalidating what this node caches.
-    bool cacheable = marker_store()->distribution != StoreDistribution::citus_worker_node;
-    HTAB* consumers = consumer_cache();
+    // changes its copy of the reference table without invalidating what this node caches. Names
+    // longer than a claim takes (the owner's writes through inbox.messages) are not cached.
+    std::size_t length = VARSIZE_ANY_EXHDR(consumer);
+    bool cacheable = length <= inbox::max_consumer_bytes &&
+                     marker_store()->distribution != StoreDistribution::citus_worker_node;
+    CachedName key;
+    std::memset(&key, 0, sizeof(key));
+    if (cacheable) std::memcpy(key.name, VARDATA_ANY(consumer), length);
     auto* cached =
-        cacheable ? static_cast<CachedConsumer*>(hash_search(consumers, &key, HASH_FIND, nullptr))
-                  : nullptr;
+        cacheable
+            ? static_cast<CachedConsumer*>(hash_search(consumer_cache(), &key, HASH_FIND, nullptr))
+            : nullptr;
+    found->name = consumer;
     if (cached != nullptr) {
-        *found = cached->consumer;
+        found->id = cached->consumer.id;
+        found->max_attempts = cached->consumer.max_attempts;
         return true;
     }
     bool committed = false;
-    if (!registry_consumer(consumer, false, found, &committed)) {
-        if (!register_new) return false;
-        // Registered, or found registered since this transaction's snapshot, by a transaction
-        // of its own, whose answer carries the settings the registry holds.
-        committed = register_in_own_transaction(consumer, found);
-        if (!committed) registry_consumer(consumer, true, found, &committed);
-    }
+    if (!registry_consumer(consumer, register_new, found, &committed)) return false;
     if (committed && cacheable) {
         // The statements may have delivered invalidations that dropped the cache.
         auto* entry =
@@ -200,11 +166,16 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_consumer_id);
 PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
     require_compact_store();
-    PG_RETURN_INT16(register_consumer_now(PG_GETARG_TEXT_PP(0)).id);
+    pg::spi_connect();
+    Consumer found;
+    find_consumer(PG_GETARG_TEXT_PP(0), true, &found);
+    SPI_finish();
+    PG_RETURN_INT16(found.id);
 }
 
 PG_FUNCTION_INFO_V1(inbox_configure_consumer);
 PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.configure_consumer()");
     text* consumer = require_consumer_key(fcinfo, 0);
     Datum values[3] = {0, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
     char nulls[3] = {' ', PG_ARGISNULL(1) ? 'n' : ' ', PG_ARGISNULL(2) ? 'n' : ' '};
@@ -224,7 +195,7 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     require_compact_store();
 
     pg::spi_connect();
-    Consumer configured = {.id = 0, .max_attempts = 0};
+    Consumer configured;
     find_consumer(consumer, true, &configured);
     values[0] = Int16GetDatum(configured.id);
     execute_as_store_owner(&configure, values, nulls);

@@ -1,7 +1,6 @@
 // The consumer registry of the compact layout (inbox.consumer_registry): each consumer's name
 // and the small integer id that its markers carry. A consumer registers on its first claim, in
-// the claim's own transaction: no second round trip, and claims of different consumers never
-// wait for each other (only two first claims of one new consumer meet, on its unique name).
+// the claim's own transaction (consumer_registration.hpp).
 #pragma once
 
 extern "C" {
@@ -13,13 +12,10 @@ extern "C" {
 struct Consumer {
     int16 id;
     int32 max_attempts;  // 0: no limit
+    text* name;          // as the caller gave it: what its failed attempts are known by
 };
 
 // The consumer named `consumer` (a validated key) through the backend's cache, in the caller's
-// SPI connection. When it is not registered: registers it when `register_new` (in a transaction
-// of its own where possible, consumer_registrar.hpp), else returns false.
+// SPI connection. When it is not registered: registers it in the current transaction when
+// `register_new`, else returns false.
 bool find_consumer(text* consumer, bool register_new, Consumer* found);
-
-// Registers `consumer` (any name) in the current transaction when it is new; as the registry
-// has it.
-Consumer register_consumer_now(text* consumer);

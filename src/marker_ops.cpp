@@ -95,9 +95,14 @@ void store_message_id(text* message_id, StoredKey* stored) {
     SET_VARSIZE(stored->datum(), VARHDRSZ + length);
 }
 
-bool insert_marker(int16 consumer, StoredKey* key) {
+AttemptKey attempt_key(const Consumer& consumer, const StoredKey& key) {
+    return make_attempt_key(MyDatabaseId, marker_store()->registry, VARDATA_ANY(consumer.name),
+                            VARSIZE_ANY_EXHDR(consumer.name), key.data(), key.length());
+}
+
+bool insert_marker(const Consumer& consumer, StoredKey* key) {
     inbox::MarkerTime time = transaction_time();
-    Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer),
+    Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer.id),
                        CharGetDatum(static_cast<char>(time.offset)), PointerGetDatum(key->datum())};
     DirectInsert direct = insert_marker_directly(values);
     bool inserted = direct == DirectInsert::inserted;
@@ -105,21 +110,21 @@ bool insert_marker(int16 consumer, StoredKey* key) {
         execute_as_store_owner(&insert_statement, values);
         inserted = SPI_processed > 0;
     }
-    if (inserted) track_attempt(consumer, key->data(), key->length());
+    if (inserted) track_attempt(attempt_key(consumer, *key));
     return inserted;
 }
 
-bool remove_marker(int16 consumer, StoredKey* key) {
-    Datum values[2] = {Int16GetDatum(consumer), PointerGetDatum(key->datum())};
+bool remove_marker(const Consumer& consumer, StoredKey* key) {
+    Datum values[2] = {Int16GetDatum(consumer.id), PointerGetDatum(key->datum())};
     execute_as_store_owner(&delete_statement, values);
     bool removed = SPI_processed > 0;
     execute_as_store_owner(&delete_details_statement, values);
-    attempts_forget(make_attempt_key(MyDatabaseId, consumer, key->data(), key->length()));
+    attempts_forget(attempt_key(consumer, *key));
     return removed;
 }
 
-int32 earlier_failures(int16 consumer, const StoredKey& key) {
-    return attempts_failures(make_attempt_key(MyDatabaseId, consumer, key.data(), key.length()));
+int32 earlier_failures(const Consumer& consumer, const StoredKey& key) {
+    return attempts_failures(attempt_key(consumer, key));
 }
 
 bool poisoned(int32 failures, int32 max_attempts) {
@@ -181,7 +186,7 @@ void withdraw_marker(int16 consumer, StoredKey* key) {
     execute_as_store_owner(&delete_statement, values);
 }
 
-void insert_markers(int16 consumer, StoredKey* const* keys, int count, bool* inserted) {
+void insert_markers(const Consumer& consumer, StoredKey* const* keys, int count, bool* inserted) {
     auto* elements = pg::palloc_elements<Datum>(count);
     for (int i = 0; i < count; i++) {
         elements[i] = PointerGetDatum(keys[i]->datum());
@@ -189,7 +194,7 @@ void insert_markers(int16 consumer, StoredKey* const* keys, int count, bool* ins
     }
     ArrayType* array = construct_array(elements, count, BYTEAOID, -1, false, TYPALIGN_INT);
     inbox::MarkerTime time = transaction_time();
-    Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer),
+    Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer.id),
                        CharGetDatum(static_cast<char>(time.offset)), PointerGetDatum(array)};
     execute_as_store_owner(&insert_batch_statement, values);
     // The keys are sorted: each returned key is found by binary search.
@@ -204,7 +209,7 @@ void insert_markers(int16 consumer, StoredKey* const* keys, int count, bool* ins
                                           VARDATA_ANY(returned), VARSIZE_ANY_EXHDR(returned));
             if (order == 0) {
                 inserted[middle] = true;
-                track_attempt(consumer, keys[middle]->data(), keys[middle]->length());
+                track_attempt(attempt_key(consumer, *keys[middle]));
                 break;
             }
             if (order < 0)

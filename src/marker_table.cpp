@@ -104,13 +104,28 @@ void return_to_caller(CallerIdentity caller) {
     SetUserIdAndSecContext(caller.user, caller.security_context);
 }
 
-int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {
+namespace {
+
+using PlanExecutor = int (*)(SPIPlanPtr, const char*, const Datum*, const char*);
+
+int run_as_store_owner(PlanExecutor execute, MarkerStatement* statement, const Datum* values,
+                       const char* nulls) {
     const MarkerStore* store = marker_store();
     if (statement->plan == nullptr)
         statement->plan =
             pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
     CallerIdentity caller = become_store_owner(store);
-    int rc = pg::execute_plan(statement->plan, statement->sql, values, nulls);
+    int rc = execute(statement->plan, statement->sql, values, nulls);
     return_to_caller(caller);
     return rc;
+}
+
+}  // namespace
+
+int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {
+    return run_as_store_owner(pg::execute_plan, statement, values, nulls);
+}
+
+int read_latest_as_store_owner(MarkerStatement* statement, const Datum* values) {
+    return run_as_store_owner(pg::execute_plan_latest, statement, values, nullptr);
 }

@@ -66,3 +66,7 @@ struct MarkerStatement {
 // (become_store_owner). Returns the SPI result code.
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values,
                            const char* nulls = nullptr);
+
+// The same for a statement that reads, with a snapshot taken now (pg::execute_plan_latest): the
+// registry as every committed transaction left it.
+int read_latest_as_store_owner(MarkerStatement* statement, const Datum* values);

@@ -250,8 +250,7 @@ void count_answer(text* consumer, Answer answer) {
     add_to_shared(consumer, delta);
 }
 
-void track_attempt(int16 consumer_id, const std::uint8_t* key, std::size_t length) {
-    AttemptKey claimed = make_attempt_key(MyDatabaseId, consumer_id, key, length);
+void track_attempt(const AttemptKey& claimed) {
     int limit = attempts.used < max_tracked_attempts || attempts_failures(claimed) == 0
                     ? max_tracked_attempts
                     : INT_MAX;
@@ -264,16 +263,12 @@ void track_attempt(int16 consumer_id, const std::uint8_t* key, std::size_t lengt
     attempt->message[0] = '\0';
 }
 
-void note_failure_cause(int16 consumer_id, const std::uint8_t* key, std::size_t length,
-                        const ErrorData* error) {
-    PendingAttempt* attempt =
-        find_attempt(make_attempt_key(MyDatabaseId, consumer_id, key, length));
+void note_failure_cause(const AttemptKey& claimed, const ErrorData* error) {
+    PendingAttempt* attempt = find_attempt(claimed);
     if (attempt != nullptr) copy_cause(error, &attempt->sqlstate, attempt->message);
 }
 
-void fail_attempt_now(int16 consumer_id, const std::uint8_t* key, std::size_t length,
-                      const ErrorData* error) {
-    AttemptKey failed = make_attempt_key(MyDatabaseId, consumer_id, key, length);
+void fail_attempt_now(const AttemptKey& failed, const ErrorData* error) {
     PendingAttempt* attempt = find_attempt(failed);
     if (attempt != nullptr) {
         int after = static_cast<int>(attempts.entries + attempts.used - (attempt + 1));

@@ -11,8 +11,7 @@ extern "C" {
 #include "utils/elog.h"
 }
 
-#include <cstddef>
-#include <cstdint>
+#include "attempts_table.hpp"
 
 // Counts one claim of `consumer` whose answer was `inserted`, and returns that answer, so that
 // the call wraps the claim.
@@ -27,14 +26,12 @@ void count_answer(text* consumer, Answer answer);
 // The marker just inserted in the compact store: its message's attempts follow the transaction.
 // At most a thousand messages per transaction are followed, and beyond them those that failed
 // before; a rollback does not count the others as failed attempts.
-void track_attempt(int16 consumer_id, const std::uint8_t* key, std::size_t length);
+void track_attempt(const AttemptKey& claimed);
 
 // The handler of the message claimed in this transaction raised `error`: its failed attempt
 // records why.
-void note_failure_cause(int16 consumer_id, const std::uint8_t* key, std::size_t length,
-                        const ErrorData* error);
+void note_failure_cause(const AttemptKey& claimed, const ErrorData* error);
 
 // A batch handles a failed message itself (its subtransaction rolled back and its marker is
 // removed): the failure is counted now, with its cause, and the message is no longer followed.
-void fail_attempt_now(int16 consumer_id, const std::uint8_t* key, std::size_t length,
-                      const ErrorData* error);
+void fail_attempt_now(const AttemptKey& failed, const ErrorData* error);

@@ -24,6 +24,7 @@ extern "C" {
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
 #include "pg/subtransaction.hpp"
+#include "pg/writable.hpp"
 
 namespace {
 
@@ -32,7 +33,7 @@ int64 fingerprint_of(Datum payload) {
 }
 
 struct MarkerInsert {
-    int16 consumer;
+    Consumer* consumer;  // id 0: not registered yet, which the insert does
     StoredKey* key;
     bool inserted;
 };
@@ -62,7 +63,8 @@ void insert_within_a_millisecond(void* argument) {
     (void)set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
                             0, false);
     if (distributed) set_lock_timeout_on_workers("1");
-    insert->inserted = insert_marker(insert->consumer, insert->key);
+    if (insert->consumer->id == 0) find_consumer(insert->consumer->name, true, insert->consumer);
+    insert->inserted = insert_marker(*insert->consumer, insert->key);
     // The workers' connections serve the rest of the caller's transaction.
     if (distributed) set_lock_timeout_on_workers(session_timeout);
     AtEOXact_GUC(true, nest_level);
@@ -70,10 +72,11 @@ void insert_within_a_millisecond(void* argument) {
 
 // Inserts the marker unless another open transaction holds a copy, which then is answered
 // in_progress at once: the insert runs in a subtransaction whose lock_timeout is a millisecond,
-// whatever the session's lock_timeout says. The table's own lock is taken before, with the
+// whatever the session's lock_timeout says. So does the registration of a new consumer, which
+// another open transaction may be making. The table's own lock is taken before, with the
 // session's timeout, so that only a copy's transaction can make the answer in_progress (not DDL
 // on the table).
-bool insert_marker_without_waiting(int16 consumer, StoredKey* key, bool* in_progress) {
+bool insert_marker_without_waiting(Consumer* consumer, StoredKey* key, bool* in_progress) {
     LockRelationOid(marker_store()->markers, RowExclusiveLock);
     MarkerInsert insert = {consumer, key, false};
     ErrorData* error = pg::run_in_subtransaction(insert_within_a_millisecond, &insert);
@@ -93,11 +96,12 @@ struct Receipt {
 Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_payload, bool wait) {
     Receipt receipt = {Outcome::processed, 0, 0};
     pg::spi_connect();
-    Consumer consumer = {0, 0};
-    find_consumer(consumer_name, true, &consumer);
+    Consumer consumer;
+    // Without waiting, a new consumer registers within the marker's insert (below).
+    if (!find_consumer(consumer_name, wait, &consumer)) consumer = {0, 0, consumer_name};
     StoredKey key;
     store_message_id(message_id, &key);
-    receipt.attempts = earlier_failures(consumer.id, key);
+    receipt.attempts = earlier_failures(consumer, key);
     if (poisoned(receipt.attempts, consumer.max_attempts)) {
         receipt.outcome = Outcome::poisoned;
         count_answer(consumer_name, Answer::poisoned);
@@ -106,8 +110,8 @@ Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_p
     }
 
     bool in_progress = false;
-    bool inserted = wait ? insert_marker(consumer.id, &key)
-                         : insert_marker_without_waiting(consumer.id, &key, &in_progress);
+    bool inserted = wait ? insert_marker(consumer, &key)
+                         : insert_marker_without_waiting(&consumer, &key, &in_progress);
     if (in_progress) {
         receipt.outcome = Outcome::in_progress;
         count_answer(consumer_name, Answer::in_progress);
@@ -138,6 +142,7 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_receive);
 PGDLLEXPORT Datum inbox_receive(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.receive()");
     text* consumer = require_consumer_key(fcinfo, 0);
     text* message_id = require_message_id(fcinfo, 1);
     pg::require_argument(fcinfo, 3, "wait",
@@ -153,11 +158,12 @@ PGDLLEXPORT Datum inbox_receive(PG_FUNCTION_ARGS) {
 
 PG_FUNCTION_INFO_V1(inbox_complete);
 PGDLLEXPORT Datum inbox_complete(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.complete()");
     text* consumer_name = require_consumer_key(fcinfo, 0);
     text* message_id = require_message_id(fcinfo, 1);
     pg::require_argument(fcinfo, 2, "result", "The result is what every later copy is answered.");
     pg::spi_connect();
-    Consumer consumer = {0, 0};
+    Consumer consumer;
     StoredKey key;
     store_message_id(message_id, &key);
     bool kept = find_consumer(consumer_name, false, &consumer) &&

@@ -1,5 +1,9 @@
 #include "pg/spi.hpp"
 
+extern "C" {
+#include "utils/snapmgr.h"
+}
+
 namespace pg {
 
 namespace {
@@ -30,6 +34,13 @@ SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes) {
 
 int execute_plan(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls) {
     int rc = SPI_execute_plan(plan, const_cast<Datum*>(values), nulls, false, 0);
+    if (rc < 0) elog(ERROR, "\"%s\" failed: %s", sql, SPI_result_code_string(rc));
+    return rc;
+}
+
+int execute_plan_latest(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls) {
+    int rc = SPI_execute_snapshot(plan, const_cast<Datum*>(values), nulls, GetLatestSnapshot(),
+                                  InvalidSnapshot, false, false, 0);
     if (rc < 0) elog(ERROR, "\"%s\" failed: %s", sql, SPI_result_code_string(rc));
     return rc;
 }

@@ -22,4 +22,8 @@ SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes);
 // SPI_execute_plan of a kept plan, or an error naming the statement.
 int execute_plan(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls);
 
+// The same, reading with a snapshot taken now, which sees every transaction committed so far
+// (and this one's own changes) whatever the isolation level's snapshot is.
+int execute_plan_latest(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls);
+
 }  // namespace pg

@@ -48,8 +48,9 @@ marker_insert() {
     case $layout in
         1.1)
             cat <<SQL
-INSERT INTO inbox.consumer_registry (name)
-SELECT 'consumer-' || c FROM generate_series(0, $marker_consumers - 1) c ON CONFLICT DO NOTHING;
+DO \$\$ BEGIN
+    PERFORM inbox.consumer_id('consumer-' || c) FROM generate_series(0, $marker_consumers - 1) c;
+END \$\$;
 INSERT INTO inbox.markers (time_bucket, consumer_id, time_offset, message_key)
 SELECT inbox.marker_time_bucket(m.processed_at), r.id, inbox.marker_time_offset(m.processed_at),
        inbox.message_key(m.message_id)
