@@ -27,10 +27,22 @@ constexpr int32 highest_consumer_id = PG_INT16_MAX;
 constexpr uint32 id_lock_key = 0x696e6278;
 constexpr uint16 id_lock_space = 4;
 
-bool reserve_id(int32 id) {
+LOCKTAG id_lock(int32 id) {
     LOCKTAG tag;
     SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, id_lock_key, static_cast<uint32>(id), id_lock_space);
+    return tag;
+}
+
+bool reserve_id(int32 id) {
+    LOCKTAG tag = id_lock(id);
     return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+// An id found taken once reserved: its lock goes at once, so that a round over every id holds
+// one lock at a time.
+void give_up_id(int32 id) {
+    LOCKTAG tag = id_lock(id);
+    LockRelease(&tag, ExclusiveLock, false);
 }
 
 MarkerStatement highest_id = {.sql = "SELECT pg_catalog.max(id) FROM inbox.consumer_registry",
@@ -130,7 +142,11 @@ bool insert_consumer(text* consumer, Consumer* registered) {
     for (int32 tried = 0; tried < highest_consumer_id; tried++, id = next_candidate(id)) {
         // Held by an open registration: passed over. Once reserved, the id is checked against
         // the registrations committed until then.
-        if (!reserve_id(id) || id_taken(id)) continue;
+        if (!reserve_id(id)) continue;
+        if (id_taken(id)) {
+            give_up_id(id);
+            continue;
+        }
         Datum values[2] = {Int16GetDatum(static_cast<int16>(id)), PointerGetDatum(consumer)};
         execute_as_store_owner(&insert_registry_row, values);
         if (SPI_processed == 0) return false;  // committed by another transaction
