@@ -1,0 +1,67 @@
+# On a hot standby every writing function fails at once with 25006, whether its consumer is known
+# or new to the standby, naming the function and not an internal statement; nothing waits (a
+# claim of a new consumer once waited for a worker that cannot start during recovery), so no
+# number of attempts uses anything up.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use InboxTest;
+
+my $primary = inbox_node('primary', "inbox.purge_worker = off\n", allows_streaming => 1);
+$primary->safe_psql('postgres', q{
+	CREATE EXTENSION inbox;
+	SELECT inbox.claim('known', 'm-1');
+	CREATE FUNCTION noop(payload jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+});
+$primary->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+$standby->start;
+$primary->wait_for_catchup($standby);
+
+my %calls = (
+	'inbox.claim()' => "SELECT inbox.claim('%s', 'm-2')",
+	'inbox.apply()' => "SELECT inbox.apply('%s', 'm-2', 'noop(jsonb)')",
+	'inbox.receive()' => "SELECT inbox.receive('%s', 'm-2', wait => false)",
+	'inbox.complete()' => "SELECT inbox.complete('%s', 'm-1', '{}')",
+	'inbox.forget()' => "SELECT inbox.forget('%s', 'm-1')",
+	'inbox.claim_batch()' => "SELECT inbox.claim_batch('%s', ARRAY['m-2'])",
+	'inbox.apply_batch()' =>
+	  "SELECT * FROM inbox.apply_batch('%s', 'noop(jsonb)', '[{\"id\": \"m-2\"}]')",
+	'inbox.configure_consumer()' => "SELECT inbox.configure_consumer('%s', max_attempts => 3)");
+
+# Ten rounds of every call for a consumer the standby knows and for new ones: a wait would end
+# in the statement timeout (57014), and a kept resource would show in a later round.
+my $failures = 0;
+for my $round (1 .. 10)
+{
+	for my $function (sort keys %calls)
+	{
+		for my $consumer ('known', "new-$round")
+		{
+			my ($result, $stdout, $stderr) = $standby->psql(
+				'postgres',
+				"SET statement_timeout = '10s';\n" . sprintf($calls{$function}, $consumer),
+				extra_params => [ '-v', 'VERBOSITY=verbose' ],
+				on_error_stop => 1,
+				timeout => 60);
+			next
+			  if $stderr =~ /ERROR:  25006: cannot execute \Q$function\E during recovery/
+			  && $stderr !~ /CONTEXT|INSERT|SQL statement/;
+			$failures++;
+			diag("$function for $consumer, round $round: $stderr");
+		}
+	}
+}
+is($failures, 0, 'every writing call fails at once with 25006 naming the function, ten rounds over');
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM inbox.consumers'),
+	'1', 'the standby still reads the registry');
+is( $standby->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inbox%registrar%'"),
+	'0', 'and starts no worker for it');
+
+$standby->stop;
+$primary->stop;
+done_testing();
