@@ -235,7 +235,8 @@ AttemptEntry* current_entries(int* count) {
     Oid registry = marker_store()->registry;
     *count = 0;
     LWLockAcquire(shared->lock, LW_SHARED);
-    auto* entries = pg::palloc_elements<AttemptEntry>(hash_get_num_entries(table));
+    auto* entries =
+        pg::palloc_elements<AttemptEntry>(static_cast<int>(hash_get_num_entries(table)));
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, table);
     while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan)))

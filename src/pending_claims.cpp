@@ -207,9 +207,11 @@ void copy_cause(const ErrorData* error, int* sqlstate, char* message) {
     message[length] = '\0';
 }
 
-// The latest pending attempt of `key`, or nullptr.
+// The latest pending attempt of `key`, or nullptr. Keys are compared as bytes, as the shared
+// table hashes them: make_attempt_key zeroes every byte it does not set, padding included.
 PendingAttempt* find_attempt(const AttemptKey& key) {
     for (int i = attempts.used - 1; i >= 0; i--)
+        // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
         if (std::memcmp(&attempts.entries[i].key, &key, sizeof(key)) == 0)
             return &attempts.entries[i];
     return nullptr;
