@@ -44,9 +44,12 @@ $publisher->safe_psql('shop', q{
 	SELECT outcome FROM inbox.receive('checkout', 'req-2', '{"sku": "B-7", "qty": 1}');
 });
 
-# What to publish: the three tables, in one publication (no foreign keys order them); a
-# publication FOR ALL TABLES holds them too.
+# What to publish: the three tables, in one publication (no foreign keys order them), to a role
+# that may replicate and read them; a publication FOR ALL TABLES holds them too.
 $publisher->safe_psql('shop', q{
+	CREATE ROLE replicator LOGIN REPLICATION;
+	GRANT USAGE ON SCHEMA inbox TO replicator;
+	GRANT SELECT ON inbox.consumer_registry, inbox.markers, inbox.marker_details TO replicator;
 	CREATE PUBLICATION inbox_move
 	    FOR TABLE inbox.consumer_registry, inbox.markers, inbox.marker_details;
 	CREATE PUBLICATION everything FOR ALL TABLES;
@@ -58,14 +61,17 @@ is( $publisher->safe_psql('shop', q{
 	'a publication FOR ALL TABLES holds the three tables of the extension');
 $publisher->safe_psql('shop', 'DROP PUBLICATION everything');
 
-my $publisher_shop = $publisher->connstr . ' dbname=shop';
+my $publisher_shop = $publisher->connstr . ' dbname=shop user=replicator';
 $subscriber->safe_psql('shop',
 	"CREATE SUBSCRIPTION inbox_move CONNECTION '$publisher_shop' PUBLICATION inbox_move");
 $subscriber->wait_for_subscription_sync($publisher, 'inbox_move', 'shop');
 
 # Claims go on on the publisher and stream to the subscriber: a consumer registered after the
-# initial copy, new settings, a stored result added, a forgotten marker.
+# initial copy, new settings, a stored result added, a forgotten marker, a purge.
 $publisher->safe_psql('shop', q{
+	UPDATE inbox.messages SET processed_at = now() - interval '4 days'
+	WHERE consumer = 'billing' AND message_id IN ('msg-2', 'msg-3');
+	CALL inbox.purge();
 	SELECT count(inbox.claim('refunds', message_id)) FROM ids WHERE message_id LIKE 'msg-1%';
 	SELECT count(inbox.claim('billing', 'late-' || g)) FROM generate_series(1, 50) g;
 	SELECT inbox.configure_consumer('shipping', retention => '2 hours');
@@ -77,9 +83,9 @@ $publisher->safe_psql('shop', q{SELECT inbox.claim('refunds', 'r-1')},
 
 # The cutover. Claims have stopped on the publisher; every table is copied and streaming, and the
 # subscriber has applied everything the publisher wrote (the checks of the docs).
-is( $subscriber->safe_psql('shop',
-		q{SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'}),
-	'0', 'every table is copied and streaming');
+ok( $subscriber->poll_query_until('shop',
+		q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate <> 'r'}),
+	'every table is copied and streaming');
 ok( $publisher->poll_query_until('shop', q{
 		SELECT replay_lsn >= pg_current_wal_lsn() FROM pg_stat_replication
 		WHERE application_name = 'inbox_move'}),
@@ -132,6 +138,8 @@ is( $subscriber->safe_psql('shop', q{
 		       inbox.claim('billing', 'after-1'), inbox.claim('billing', 'after-1')},
 		extra_params => [ '-U', 'app' ]),
 	't|t|t|f', 'consumers known from the publisher claim new messages on the subscriber');
+is($subscriber->safe_psql('shop', q{SELECT inbox.claim('billing', 'msg-2'), inbox.claim('billing', 'msg-4')}),
+	't|f', 'a marker the publisher purged is gone on the subscriber too');
 is( $subscriber->safe_psql('shop', q{
 		SELECT string_agg(consumer || ' ' || coalesce(retention::text, '-') || ' '
 		                  || coalesce(max_attempts::text, '-'), ', ' ORDER BY consumer)
