@@ -1,7 +1,7 @@
 # A move to a new server with logical replication (docs/operations.md, "Moving to a new server or
 # major with logical replication"): one publication of the extension's three tables, a
-# subscriber where CREATE EXTENSION made them empty, the initial copy and the claims streamed
-# after it, then the cutover: the claims stop on the publisher, the subscriber catches up, the
+# subscriber whose schema comes from a schema-only dump (the extension with empty tables), the
+# initial copy and the claims streamed after it, then the cutover: the claims stop on the publisher, the subscriber catches up, the
 # subscription is dropped. On the subscriber every marker is a duplicate, stored results and
 # payload fingerprints answer as on the publisher, the consumers it knows claim new messages,
 # and a new consumer's first claim registers it at once, above the replicated ids (the
@@ -16,16 +16,12 @@ use InboxTest;
 
 my $publisher = inbox_node('publisher', undef, allows_streaming => 'logical');
 my $subscriber = inbox_node('subscriber');
-for my $node ($publisher, $subscriber)
-{
-	# The schema of the new server: the extension, the roles and their grants.
-	$node->safe_psql('postgres', 'CREATE DATABASE shop');
-	$node->safe_psql('shop', q{
-		CREATE EXTENSION inbox;
-		CREATE ROLE app LOGIN;
-		SELECT inbox.grant_access('app', 'consume');
-	});
-}
+$publisher->safe_psql('postgres', 'CREATE DATABASE shop');
+$publisher->safe_psql('shop', q{
+	CREATE EXTENSION inbox;
+	CREATE ROLE app LOGIN;
+	SELECT inbox.grant_access('app', 'consume');
+});
 
 # The publisher in use: markers of several consumers with ids of every stored form, settings, a
 # stored result and a payload's fingerprint.
@@ -60,6 +56,27 @@ is( $publisher->safe_psql('shop', q{
 	'consumer_registry marker_details markers',
 	'a publication FOR ALL TABLES holds the three tables of the extension');
 $publisher->safe_psql('shop', 'DROP PUBLICATION everything');
+
+# The new server's schema, as the docs make it: the roles (those that exist already fail to be
+# created again, which changes nothing), then the database's schema, with the extension and the
+# grants but none of the markers.
+my $roles = "${PostgreSQL::Test::Utils::tmp_check}/roles.sql";
+my $schema = "${PostgreSQL::Test::Utils::tmp_check}/schema.sql";
+$publisher->command_ok(
+	[ 'pg_dumpall', '--roles-only', '--file', $roles, '--dbname', $publisher->connstr('postgres') ],
+	'pg_dumpall --roles-only of the publisher');
+$publisher->command_ok(
+	[ 'pg_dump', '--schema-only', '--no-publications', '--no-subscriptions', '--file', $schema,
+		'--dbname', $publisher->connstr('shop') ],
+	'pg_dump --schema-only of its database');
+$subscriber->psql('postgres', slurp_file($roles), on_error_stop => 0);
+$subscriber->safe_psql('postgres', 'CREATE DATABASE shop');
+$subscriber->safe_psql('shop', slurp_file($schema));
+is( $subscriber->safe_psql('shop', q{
+		SELECT (SELECT count(*) FROM inbox.consumer_registry) + (SELECT count(*) FROM inbox.markers)
+		       + (SELECT count(*) FROM inbox.marker_details),
+		       has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')}),
+	'0|t', 'the subscriber has the extension with empty tables, and the grants');
 
 my $publisher_shop = $publisher->connstr . ' dbname=shop user=replicator';
 $subscriber->safe_psql('shop',
