@@ -1,12 +1,12 @@
 # A move to a new server with logical replication (docs/operations.md, "Moving to a new server or
 # major with logical replication"): one publication of the extension's three tables, a
 # subscriber whose schema comes from a schema-only dump (the extension with empty tables), the
-# initial copy and the claims streamed after it, then the cutover: the claims stop on the publisher, the subscriber catches up, the
-# subscription is dropped. On the subscriber every marker is a duplicate, stored results and
-# payload fingerprints answer as on the publisher, the consumers it knows claim new messages,
-# and a new consumer's first claim registers it at once, above the replicated ids (the
-# registry's ids replicate; in 1.1 they came from a sequence, which does not, and the first new
-# consumers failed on a duplicate key).
+# initial copy and the claims streamed after it, then the cutover: the claims stop on the
+# publisher, the subscriber catches up, the subscription is dropped. On the subscriber every
+# marker is a duplicate, stored results and payload fingerprints answer as on the publisher, the
+# consumers it knows claim new messages, and a new consumer's first claim registers it at once,
+# above the replicated ids (the registry's ids replicate; in 1.1 they came from a sequence, which
+# does not, and the first new consumers failed on a duplicate key).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
