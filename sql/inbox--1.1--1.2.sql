@@ -14,7 +14,9 @@ DROP SEQUENCE inbox.consumer_registry_id_seq;
 -- ---- failed attempts by consumer name -------------------------------------------------------
 -- Failed attempts are kept by the consumer's name (and the registry's incarnation), not its id:
 -- a consumer whose first claims all rolled back is not registered, yet its failures count and
--- show. The roles that could read them keep the right to.
+-- show. The roles that could read them keep the right to, in a dump too: a grant made by an
+-- extension script counts as the extension's own (pg_init_privs), which pg_dump leaves out, so the
+-- initial privileges are set back to those of a fresh installation once the grants are made.
 CREATE FUNCTION inbox.failed_attempts(OUT consumer text, OUT message_id text,
                                       OUT failures integer, OUT last_sqlstate text,
                                       OUT last_message text, OUT last_failed_at timestamptz)
@@ -27,7 +29,12 @@ REVOKE ALL ON FUNCTION inbox.failed_attempts() FROM PUBLIC;
 DO $grants$
 DECLARE
     grantee pg_catalog.regrole;
+    initial pg_catalog.aclitem[];
 BEGIN
+    SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
+    WHERE i.objoid OPERATOR(pg_catalog.=) 'inbox.failed_attempts()'::pg_catalog.regprocedure
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.=) 0;
     FOR grantee IN
         SELECT a.grantee::pg_catalog.regrole
         FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
@@ -38,6 +45,10 @@ BEGIN
     LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION inbox.failed_attempts() TO %s', grantee);
     END LOOP;
+    UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
+    WHERE i.objoid OPERATOR(pg_catalog.=) 'inbox.failed_attempts()'::pg_catalog.regprocedure
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.=) 0;
 END $grants$;
 
 CREATE OR REPLACE VIEW inbox.attempts AS

@@ -31,7 +31,9 @@ source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
 # The copy of the tree that make installcheck runs in: it writes its results beside the tests.
 cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,src,sql,expected,test,docs} "$work/"
-rm -f "$work"/src/*.[od] "$work"/src/pg/*.[od]
+# What this tree's make built is built again there: a copied file is newer than its sources
+# (the objects, and the scripts made from others, such as inbox--1.2.sql).
+make -s -C "$work" clean PG_CONFIG="$system_pg_config" >/dev/null
 # TMPDIR of make installcheck, where pg_regress and the TAP nodes put their sockets: writable
 # by the cluster user, whatever the caller's TMPDIR is.
 mkdir "$work/tmp"
