@@ -21,6 +21,9 @@ $node->safe_psql('postgres', q{
         -- a slow downstream call: the crash happens here
         PERFORM pg_sleep((payload ->> 'sleep')::float8);
     END $$;
+    -- registered when deployed: first claims of a consumer not registered yet would wait for
+    -- the transaction registering it, the one in flight below
+    SELECT inbox.configure_consumer('billing');
 });
 
 my $deliver = q{SELECT inbox.apply('billing', 'pay-1', 'pay(jsonb)',

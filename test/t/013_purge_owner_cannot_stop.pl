@@ -1,5 +1,5 @@
 # Nothing a database owner may do to his database stops or throttles its purge worker (or the
-# worker that registers a new consumer), and no data the marker table can hold makes a worker
+# registration of a new consumer), and no data the marker table can hold makes a worker
 # spin: the worker pins the settings it depends on (as autovacuum does), takes a purge lock no
 # SQL session can take, resolves no name through the database's search_path, and stays inside
 # its time budget. Each case is checked against a database that the same worker purges normally.
@@ -42,8 +42,11 @@ $node->safe_psql('shop', q{
 }, extra_params => [ '-U', 'shop_owner' ]);
 
 # And he holds the advisory lock the purge of 1.0 used, forever.
-my $squatter = $node->background_psql('shop', extra_params => [ '-U', 'shop_owner' ]);
-$squatter->query_safe('SET statement_timeout = 0');
+# (Without the database's statement_timeout of 1 ms from the start: even a SET could exceed it.)
+my $squatter = do {
+	local $ENV{PGOPTIONS} = '-c statement_timeout=0';
+	$node->background_psql('shop', extra_params => [ '-U', 'shop_owner' ]);
+};
 $squatter->query_safe(
 	'SELECT pg_advisory_lock(1768841848, 1), pg_advisory_lock(1768841848::bigint << 32 | 1)');
 
@@ -107,8 +110,9 @@ pass('shop: purged in batches of the server-wide inbox.purge_batch_size, not its
 is($node->safe_psql('control', "SELECT last_error IS NULL FROM inbox.workers WHERE database = 'shop'"),
 	't', 'shop: no cycle failed');
 
-# The worker that registers a new consumer pins the same settings: the first claim of a consumer
-# new to shop (by the checker, whose own session is exempt) registers it.
+# A new consumer registers in the claiming session, through names no search_path redirects: the
+# first claim of a consumer new to shop (by the checker, whose own session is exempt from the
+# owner's timeouts) registers it.
 is( $node->safe_psql('shop', q{SELECT inbox.claim('newcomer', 'n-1')},
 		extra_params => [ '-U', 'checker' ]),
 	't', 'shop: a new consumer is registered whatever the owner set');
