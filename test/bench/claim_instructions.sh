@@ -5,11 +5,16 @@
 # each build is a fair comparison where throughput on a shared machine is not. The consumer
 # claims once in the set-up: a single-user backend runs each statement as one transaction, and
 # a consumer registered by the measured transaction itself would be looked up in the registry
-# on every claim (it is cached once committed).
-#   test/bench/claim_instructions.sh BASE_REV [calls]
+# on every claim (it is cached once committed). Then claims in transactions of their own (a
+# prepared statement executed again and again), of the registered consumer (known) and each
+# of a new consumer (first): a single-user backend can start no worker, so 1.1, whose first
+# claim has a worker register the consumer, registers it in the claiming transaction there, as
+# it does when no worker slot is free.
+#   test/bench/claim_instructions.sh BASE_REV [calls] [executions]
 set -euo pipefail
-base_rev=${1:?usage: claim_instructions.sh BASE_REV [calls]}
+base_rev=${1:?usage: claim_instructions.sh BASE_REV [calls] [executions]}
 calls=${2:-20000}
+executions=${3:-5000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
@@ -36,6 +41,12 @@ git -C "$source_dir" worktree add --detach "$work/base/tree" "$base_rev" >/dev/n
 prepare_side base "$work/base/tree"
 prepare_side head "$source_dir"
 
+# Statement $1 prepared and executed $executions times, a transaction each.
+executed() {
+    printf 'PREPARE measured AS %s;\n\n' "$1"
+    printf 'EXECUTE measured;\n\n%.0s' $(seq "$executions")
+}
+
 for side in base head; do
     single_user_use "$work/$side/bindir" "$work/$side/data"
     claim=$(callgrind_count -j "$work/$side/inbox_claim" inbox_claim <<SQL
@@ -50,9 +61,14 @@ SQL
 SELECT count(*) FILTER (WHERE inbox.apply('c', 'apply-' || g, 'credit(jsonb)', jsonb_build_object('account', g % 1000 + 1, 'amount', 1))) FROM generate_series(1, $calls) g;
 SQL
     )
+    known=$(executed "SELECT inbox.claim('c', gen_random_uuid()::text)" |
+        callgrind_count -j "$work/$side/known_claim" inbox_claim)
+    first=$(executed "SELECT inbox.claim('new-' || gen_random_uuid()::text, 'first')" |
+        callgrind_count -j "$work/$side/first_claim" inbox_claim)
     eval "${side}_claim=\$((claim / calls)) ${side}_duplicate=\$((duplicate / calls)) ${side}_apply=\$((apply / calls))"
+    eval "${side}_known=\$((known / executions)) ${side}_first=\$((first / executions))"
 done
-for what in claim duplicate apply; do
+for what in claim duplicate apply known first; do
     b=$(eval echo "\$base_$what"); h=$(eval echo "\$head_$what")
     printf '%-9s instructions per call: base %s, head %s, head / base %s\n' "$what" "$b" "$h" \
         "$(ratio "$h" "$b")"

@@ -14,19 +14,12 @@ source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 
-stop_both() {
-    for side in base head; do
-        [ -d "$work/$side/cluster" ] || continue
-        cluster_dir=$work/$side/cluster cluster_bindir=$work/$side/bindir cluster_stop
-    done
-}
-trap 'stop_both; git -C "$source_dir" worktree remove --force "$work/base/tree" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'stop_sides; git -C "$source_dir" worktree remove --force "$work/base/tree" 2>/dev/null; rm -rf "$work"' EXIT
 
 # One private installation and cluster per side: $work/SIDE/{root,cluster}.
 prepare_side() {
     local side=$1 tree=$2
-    private_side "$side" "$tree"
-    cluster_start "$private_bindir" "$work/$side/cluster" "shared_preload_libraries = 'inbox'" \
+    private_side_cluster "$side" "$tree" \
         "shared_buffers = '256MB'" "synchronous_commit = off" "max_wal_size = '4GB'"
     cluster_psql <<'SQL'
 CREATE EXTENSION inbox;

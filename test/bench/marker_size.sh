@@ -2,9 +2,9 @@
 # Bytes per marker: every page of every table of the extension (heap, every index, toast, free
 # space and visibility maps), divided by the number of markers, for N markers as live traffic
 # leaves them (test/bench/markers.sh: several consumers, each marker with its own processed_at,
-# inserted in time order into indexed tables). The same markers go into a database at 1.0 in
-# the same run, for comparison. Two kinds of message ids: random UUIDs and ids like
-# orders-2026-000123456.
+# inserted in time order into indexed tables). The same markers go into databases at 1.2, 1.1
+# and 1.0 in the same run, for comparison (1.2 changed how consumers register, not what a
+# marker holds). Two kinds of message ids: random UUIDs and ids like orders-2026-000123456.
 #   test/bench/marker_size.sh [markers=1000000]
 # Environment: marker_consumers (4), marker_rate (markers/s, 100): see test/bench/markers.sh.
 set -euo pipefail
@@ -17,12 +17,12 @@ source "$source_dir/test/bench/markers.sh"
 private_cluster_start "max_wal_size = '4GB'" "fsync = off" "synchronous_commit = off" \
     "autovacuum = off" "inbox.purge_worker = off"
 
-# The tables of each layout: 1.1 stores markers in inbox.markers, names its consumers in
-# inbox.consumer_registry and keeps fingerprints and results in inbox.marker_details (empty
+# The tables of each layout: 1.1 and 1.2 store markers in inbox.markers, name their consumers
+# in inbox.consumer_registry and keep fingerprints and results in inbox.marker_details (empty
 # here: claims keep none); 1.0 has the one table inbox.messages.
 tables() {
     case $1 in
-        1.1) echo "inbox.markers, inbox.consumer_registry, inbox.marker_details" ;;
+        1.1 | 1.2) echo "inbox.markers, inbox.consumer_registry, inbox.marker_details" ;;
         1.0) echo "inbox.messages" ;;
     esac
 }
@@ -53,7 +53,7 @@ SQL
 }
 
 for ids in uuid order; do
-    for layout in 1.1 1.0; do
+    for layout in 1.2 1.1 1.0; do
         db="size_${ids}_${layout/./_}"
         sql postgres "CREATE DATABASE $db"
         sql "$db" "CREATE EXTENSION inbox VERSION '$layout'"
@@ -66,6 +66,5 @@ done
 for ids in uuid order; do
     echo
     echo "== $ids message ids ($marker_consumers consumers, $marker_rate markers/s)"
-    report "size_${ids}_1_1" 1.1
-    report "size_${ids}_1_0" 1.0
+    for layout in 1.2 1.1 1.0; do report "size_${ids}_${layout/./_}" "$layout"; done
 done

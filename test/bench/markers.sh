@@ -3,7 +3,7 @@
 #   marker_insert LAYOUT COUNT [IDS] [FIRST]
 # prints the INSERT that adds COUNT markers to the marker store of a database whose extension
 # is at LAYOUT:
-#   1.1   into inbox.markers, consumers registered in inbox.consumer_registry first
+#   1.1, 1.2   into inbox.markers, consumers registered in inbox.consumer_registry first
 #   1.0   into 1.0's table inbox.messages
 # IDS: uuid (random UUIDs, the default), uuid7 (time-ordered UUIDs, as UUIDv7 lays them out:
 # the millisecond of processed_at first, then random bits) or order (ids like
@@ -46,7 +46,7 @@ SQL
 marker_insert() {
     local layout=$1 count=$2 ids=${3:-uuid} first=${4:-1}
     case $layout in
-        1.1)
+        1.1 | 1.2)
             cat <<SQL
 DO \$\$ BEGIN
     PERFORM inbox.consumer_id('consumer-' || c) FROM generate_series(0, $marker_consumers - 1) c;

@@ -2,6 +2,11 @@
 # benchmarks after private_cluster.sh; expects $work, $seconds, $rounds and $clients.
 #   pgbench_script NAME < script        writes $work/NAME.sql
 #   pgbench_compare OURS THEIRS         $rounds rounds; prints each and the median ratio
+#   pgbench_latencies DATABASE OPTION ...
+#                                       one pgbench run in DATABASE (-M prepared, $clients
+#                                       clients) with the options given, of two scripts or more:
+#                                       each script's mean latency in ms, a line each, in the
+#                                       order of the -f options
 #   median_ratio LABEL < ratios         prints the median and the range of one ratio a line
 #   median_block_ratio LABEL < ratios   the same of the geometric means of two rounds in a row, for
 #                                       runs whose order alternates (AB, BA, AB, ...): on a shared
@@ -18,20 +23,32 @@ pgbench_script() {
 }
 
 pgbench_compare() {
-    local ours=$1 theirs=$2 round output latencies
+    local ours=$1 theirs=$2 round latencies
     local ratios=()
     for round in $(seq "$rounds"); do
-        output=$(as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n \
-            -M prepared -c "$clients" -j "$clients" -T "$seconds" --random-seed="$round" \
-            -f "$work/$ours.sql@1" -f "$work/$theirs.sql@1" postgres 2>&1)
-        # " - latency average = X ms", once per script, in the order of the -f options
-        latencies=($(sed -n 's/^ - latency average = \([0-9.]*\) ms$/\1/p' <<<"$output"))
-        ((${#latencies[@]} == 2)) || { echo "pgbench failed:" >&2; echo "$output" >&2; return 1; }
+        latencies=($(pgbench_latencies postgres -T "$seconds" --random-seed="$round" \
+            -f "$work/$ours.sql@1" -f "$work/$theirs.sql@1")) || return 1
         ratios+=("$(awk -v a="${latencies[0]}" -v b="${latencies[1]}" 'BEGIN {printf "%.6f", b / a}')")
         printf '  round %d: %-8s %.3f ms  %-8s %.3f ms  throughput ratio %.3f\n' "$round" \
             "$ours" "${latencies[0]}" "$theirs" "${latencies[1]}" "${ratios[-1]}"
     done
     printf '%s\n' "${ratios[@]}" | median_ratio "$ours / $theirs"
+}
+
+pgbench_latencies() {
+    local database=$1 output latencies option scripts=0
+    shift
+    for option in "$@"; do [ "$option" = -f ] && scripts=$((scripts + 1)); done
+    output=$(as_cluster_user "$cluster_bindir/pgbench" -h "$cluster_dir" -U postgres -n \
+        -M prepared -c "$clients" -j "$clients" "$@" "$database" 2>&1)
+    # " - latency average = X ms", once per script, in the order of the -f options
+    latencies=$(sed -n 's/^ - latency average = \([0-9.]*\) ms$/\1/p' <<<"$output")
+    if (($(grep -c . <<<"$latencies") != scripts)); then
+        echo "pgbench failed:" >&2
+        echo "$output" >&2
+        return 1
+    fi
+    echo "$latencies"
 }
 
 median_ratio() {

@@ -9,6 +9,11 @@
 #   private_side SIDE TREE  private_build of TREE into $work/SIDE/root, its binaries linked as
 #                           $work/SIDE/bindir, $work/SIDE the cluster user's (one build of two
 #                           compared)
+#   private_side_cluster SIDE TREE [postgresql.conf line ...]
+#                           private_side, and a cluster of that build started in $work/SIDE/cluster
+#                           with the extension preloaded
+#   use_side SIDE           points cluster_psql and cluster_stop at SIDE's cluster
+#   stop_sides              stops the cluster of every side that has one
 #   sql DB STATEMENT        runs STATEMENT in database DB; its result unaligned, no headers
 #   now_s                   seconds since the epoch, with fractions
 #   ratio A B               A / B to three decimals
@@ -33,6 +38,28 @@ private_side() {
     private_build "$tree" "$work/$side/root"
     ln -s "$private_bindir" "$work/$side/bindir"
     chown "$cluster_user" "$work/$side" 2>/dev/null || true
+}
+
+private_side_cluster() {
+    local side=$1 tree=$2
+    shift 2
+    private_side "$side" "$tree"
+    cluster_start "$private_bindir" "$work/$side/cluster" "shared_preload_libraries = 'inbox'" "$@"
+}
+
+use_side() {
+    cluster_dir=$work/$1/cluster
+    cluster_bindir=$work/$1/bindir
+}
+
+stop_sides() {
+    local side
+    for side in "$work"/*/; do
+        side=$(basename "$side")
+        [ -d "$work/$side/cluster" ] || continue
+        use_side "$side"
+        cluster_stop
+    done
 }
 
 private_cluster_start() {
