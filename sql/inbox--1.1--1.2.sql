@@ -2,3 +2,107 @@
 -- built from inbox--1.1.sql followed by this file (Makefile), so that a fresh install and the
 -- update from 1.1 (or 1.0) run the same statements.
 \echo Use "ALTER EXTENSION inbox UPDATE TO '1.2'" to load this file. \quit
+
+-- ---- Citus: writes through inbox.messages, and what 'consume' grants -------------------------
+
+-- processed_at from an immutable function (to_timestamp of the epoch seconds; the same value to
+-- the microsecond as 1.1's timestamptz + interval, which is only stable): a DELETE through the
+-- view becomes deletes of the stored rows with this expression in their condition
+-- (messages_delete.cpp), and Citus refuses a stable function of a column in a write.
+CREATE OR REPLACE VIEW inbox.messages AS
+SELECT r.name AS consumer,
+       CASE WHEN pg_catalog.length(m.message_key) OPERATOR(pg_catalog.=) 16
+            THEN pg_catalog.encode(m.message_key, 'hex')::pg_catalog.uuid::pg_catalog.text
+            WHEN pg_catalog.length(m.message_key) OPERATOR(pg_catalog.=) 17
+             AND pg_catalog.get_byte(m.message_key, 16) OPERATOR(pg_catalog.=) 0
+            THEN pg_catalog.convert_from(pg_catalog.substr(m.message_key, 1, 16),
+                                         pg_catalog.getdatabaseencoding())
+            ELSE pg_catalog.convert_from(m.message_key, pg_catalog.getdatabaseencoding())
+       END COLLATE pg_catalog."C" AS message_id,
+       -- (seconds since 1970-01-01 UTC: 946684800 of them before 2000-01-01)
+       pg_catalog.to_timestamp((946684800::pg_catalog.int8
+           OPERATOR(pg_catalog.+) (m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
+           OPERATOR(pg_catalog.+) (m.time_offset::pg_catalog.int4 OPERATOR(pg_catalog.&) 255)
+           )::pg_catalog.float8) AS processed_at
+FROM inbox.markers m
+JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) m.consumer_id;
+
+-- 'consume' includes inbox.message_key(text), the stored form of a message id: a handler (or a
+-- function delegated to the marker's worker) computes with it the key of a table co-located with
+-- the markers (README, "Co-location with business tables"). On every node, like the rest.
+CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    privileges text;
+    grants text[];
+    statement text;
+    worker record;
+BEGIN
+    IF grantee IS NULL OR access IS NULL THEN
+        RAISE EXCEPTION 'grantee and access must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT inbox.grant_access(''app'', ''consume'').';
+    END IF;
+    privileges := CASE access
+        WHEN 'consume' THEN
+            'EXECUTE ON FUNCTION inbox.claim(text, text), '
+            'inbox.apply(text, text, regprocedure, jsonb), '
+            'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
+            'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb), '
+            'inbox.message_key(text)'
+        WHEN 'operate' THEN
+            'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
+            'inbox.configure_consumer(text, interval, integer)'
+        WHEN 'monitor' THEN
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+    END;
+    IF privileges IS NULL THEN
+        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+                     'operate: forget, purge, configure_consumer, stats_reset; monitor: the views.';
+    END IF;
+    -- On the extension's own objects: those Citus copies to no worker node (below).
+    grants := ARRAY[format('GRANT %s TO %s', privileges, grantee)];
+    IF access = 'operate' THEN
+        grants := grants || format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+    ELSIF access = 'monitor' THEN
+        -- the functions the views call run with the caller's privileges
+        grants := grants || format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), '
+                                   'inbox.marker_counts(), inbox.worker_status(), '
+                                   'inbox.attempt_entries() TO %s', grantee);
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    FOREACH statement IN ARRAY grants LOOP
+        EXECUTE statement;
+    END LOOP;
+    -- Distributed with Citus (inbox.distribute()): Citus reads the registry behind a view with the
+    -- reader's own privileges, and copies the GRANTs on the schema and on its own tables to the
+    -- worker nodes, but none on an extension's functions: delegated calls and the workers' own
+    -- clients run them there. (Through connections of their own, outside this transaction:
+    -- those grants are made again there, not the ones Citus copies within it.)
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                   WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'inbox.consumer_registry'::regclass) THEN
+        RETURN;
+    END IF;
+    IF access = 'monitor' THEN
+        EXECUTE format('GRANT SELECT ON inbox.consumer_registry TO %s', grantee);
+    END IF;
+    FOR worker IN
+        SELECT r.nodename, r.nodeport, r.result
+        FROM pg_catalog.run_command_on_workers(
+            -- (a worker changes objects Citus distributes only as the coordinator's own)
+            'SET citus.enable_ddl_propagation = off; '
+            || array_to_string(grants, '; ')) r
+        WHERE NOT r.success
+    LOOP
+        RAISE EXCEPTION 'could not grant % access to % on worker node %:%', access, grantee,
+            worker.nodename, worker.nodeport
+        USING ERRCODE = 'connection_failure', DETAIL = worker.result,
+              HINT = 'The role must exist on the workers: create it in a transaction of its own.';
+    END LOOP;
+END $$;
