@@ -6,6 +6,7 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/extension.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/primnodes.h"
 #include "optimizer/optimizer.h"
@@ -13,6 +14,7 @@ extern "C" {
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 }
@@ -35,8 +37,8 @@ constexpr const char* stored_rows_delete =
     "DELETE FROM inbox.markers m USING inbox.consumer_registry r "
     "WHERE r.id OPERATOR(pg_catalog.=) m.consumer_id";
 
-constexpr Index stored_table_rti = 1;
-constexpr Index registry_rti = 2;
+constexpr int stored_table_rti = 1;
+constexpr int registry_rti = 2;
 
 // The extension's view inbox.messages, or InvalidOid: a database without the extension, or at
 // 1.0 (where inbox.messages is the markers' table).
@@ -74,9 +76,9 @@ List* view_columns_over_stored_rows(Oid view, Oid markers, Oid registry) {
     Relation relation = table_open(view, AccessShareLock);
     Query* definition = get_view_query(relation);
     table_close(relation, NoLock);
-    Index markers_rti = 0;
-    Index registry_rti_in_view = 0;
-    Index rti = 0;
+    int markers_rti = 0;
+    int registry_rti_in_view = 0;
+    int rti = 0;
     ListCell* cell = nullptr;
     foreach (cell, definition->rtable) {
         ++rti;
@@ -96,12 +98,12 @@ List* view_columns_over_stored_rows(Oid view, Oid markers, Oid registry) {
     return columns;
 }
 
-Oid relation_of(Query* statement, Index rti) {
+Oid relation_of(Query* statement, int rti) {
     return rt_fetch(rti, statement->rtable)->relid;
 }
 
 // One of the two statements with the user's condition, written over its own stored table.
-void restrict_to(Query* statement, RangeTblEntry* view_entry, Index view_rti, List* columns,
+void restrict_to(Query* statement, RangeTblEntry* view_entry, int view_rti, List* columns,
                  Node* condition, bool condition_has_sublinks) {
     if (condition == nullptr) return;
     bool has_sublinks = false;
@@ -109,6 +111,15 @@ void restrict_to(Query* statement, RangeTblEntry* view_entry, Index view_rti, Li
                                          view_entry, columns, stored_table_rti, &has_sublinks);
     statement->jointree->quals = make_and_qual(statement->jointree->quals, over_stored);
     statement->hasSubLinks = statement->hasSubLinks || has_sublinks || condition_has_sublinks;
+}
+
+// The rewritten statement no longer names the view, whose DELETE privilege the executor would
+// check: checked here, with PostgreSQL's error. (The statement still needs the privileges on the
+// tables, which only their owner has: no role gains anything if a cached plan runs later under
+// another role.)
+void require_delete_privilege(Oid view) {
+    AclResult allowed = pg_class_aclcheck(view, GetUserId(), ACL_DELETE);
+    if (allowed != ACLCHECK_OK) aclcheck_error(allowed, OBJECT_VIEW, get_rel_name(view));
 }
 
 void rewrite_delete_of_messages(Query* query) {
@@ -119,8 +130,9 @@ void rewrite_delete_of_messages(Query* query) {
     Oid markers = relation_of(markers_delete, stored_table_rti);
     Oid registry = relation_of(markers_delete, registry_rti);
 
-    Index view_rti = query->resultRelation;
+    int view_rti = query->resultRelation;
     RangeTblEntry* view_entry = rt_fetch(view_rti, query->rtable);
+    require_delete_privilege(view_entry->relid);
     List* columns = view_columns_over_stored_rows(view_entry->relid, markers, registry);
     Node* condition = query->jointree->quals;
     restrict_to(details_delete, view_entry, view_rti, columns, condition, query->hasSubLinks);
