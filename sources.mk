@@ -17,6 +17,7 @@ INBOX_SOURCES = \
 	src/marker_forms.cpp \
 	src/marker_insert.cpp \
 	src/marker_ops.cpp \
+	src/messages_delete.cpp \
 	src/handler.cpp \
 	src/claim.cpp \
 	src/outcome.cpp \

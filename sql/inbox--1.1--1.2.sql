@@ -57,6 +57,34 @@ SELECT a.consumer COLLATE pg_catalog."C" AS consumer, a.message_id COLLATE pg_ca
 FROM inbox.failed_attempts() a;
 DROP FUNCTION inbox.attempt_entries();
 
+-- ---- Citus: writes through inbox.messages, and what 'consume' grants -------------------------
+
+-- processed_at from an immutable function (to_timestamp of the epoch seconds; the same value to
+-- the microsecond as 1.1's timestamptz + interval, which is only stable): a DELETE through the
+-- view becomes deletes of the stored rows with this expression in their condition
+-- (messages_delete.cpp), and Citus refuses a stable function of a column in a write.
+CREATE OR REPLACE VIEW inbox.messages AS
+SELECT r.name AS consumer,
+       CASE WHEN pg_catalog.length(m.message_key) OPERATOR(pg_catalog.=) 16
+            THEN pg_catalog.encode(m.message_key, 'hex')::pg_catalog.uuid::pg_catalog.text
+            WHEN pg_catalog.length(m.message_key) OPERATOR(pg_catalog.=) 17
+             AND pg_catalog.get_byte(m.message_key, 16) OPERATOR(pg_catalog.=) 0
+            THEN pg_catalog.convert_from(pg_catalog.substr(m.message_key, 1, 16),
+                                         pg_catalog.getdatabaseencoding())
+            ELSE pg_catalog.convert_from(m.message_key, pg_catalog.getdatabaseencoding())
+       END COLLATE pg_catalog."C" AS message_id,
+       -- (seconds since 1970-01-01 UTC: 946684800 of them before 2000-01-01)
+       pg_catalog.to_timestamp((946684800::pg_catalog.int8
+           OPERATOR(pg_catalog.+) (m.time_bucket::pg_catalog.int8 OPERATOR(pg_catalog.*) 256)
+           OPERATOR(pg_catalog.+) (m.time_offset::pg_catalog.int4 OPERATOR(pg_catalog.&) 255)
+           )::pg_catalog.float8) AS processed_at
+FROM inbox.markers m
+JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) m.consumer_id;
+
+-- grant_access: 'consume' includes inbox.message_key(text), the stored form of a message id: a
+-- handler (or a function delegated to the marker's worker) computes with it the key of a table
+-- co-located with the markers (README, "Co-location with business tables"), on every node like
+-- the rest; 'monitor' includes inbox.failed_attempts(), which inbox.attempts now calls.
 CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -76,7 +104,8 @@ BEGIN
             'inbox.apply(text, text, regprocedure, jsonb), '
             'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
             'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
-            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb)'
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb), '
+            'inbox.message_key(text)'
         WHEN 'operate' THEN
             'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
             'inbox.configure_consumer(text, interval, integer)'

@@ -11,6 +11,7 @@ PGDLLEXPORT void _PG_init(void);
 }
 
 #include "attempts_table.hpp"
+#include "messages_delete.hpp"
 #include "pg/shared_memory.hpp"
 #include "purge_status.hpp"
 #include "purge_worker.hpp"
@@ -22,6 +23,7 @@ PGDLLEXPORT void _PG_init(void);
 void _PG_init(void) {
     define_settings();
     MarkGUCPrefixReserved("inbox");
+    install_messages_delete_rewrite();
     if (!process_shared_preload_libraries_in_progress) return;
 
     request_stats_memory();

@@ -21,7 +21,6 @@ $coordinator->safe_psql('postgres', q{
     CREATE ROLE app LOGIN;
     -- on every node: Citus copies no GRANT on an extension's functions to the workers
     SELECT inbox.grant_access('app', 'consume');
-    GRANT EXECUTE ON FUNCTION inbox.message_key(text) TO app;
     -- co-located with the markers: keyed by the stored form of the message id
     CREATE TABLE payments (message_key bytea PRIMARY KEY, paid int NOT NULL DEFAULT 0);
     -- keyed by the message id as text, in a co-location group of its own
@@ -37,6 +36,9 @@ $coordinator->safe_psql('postgres', q{
 is( join(' ', on_nodes($cluster,
 	q{SELECT has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')})),
 	't t t', 'inbox.grant_access on the coordinator grants on every node');
+is( join(' ', on_nodes($cluster,
+	q{SELECT has_function_privilege('app', 'inbox.message_key(text)', 'EXECUTE')})),
+	't t t', 'consume access includes inbox.message_key, on every node');
 
 # Keys whose marker and ledger row share a worker.
 my @keys = grep { marker_node($cluster, $_) eq shard_node($cluster, 'ledger', "'$_'") }
@@ -91,9 +93,14 @@ is(committed($keys[4]), '0|0|0', 'and nothing of that transaction was written');
 
 # The unit of work as a function that Citus delegates to the worker of the message's marker
 # (and of its payment): the claim and the payment run there, over the role's one connection.
+# The role computes the key on the coordinator, and the function checks it on the worker: both
+# with inbox.message_key, which consume access grants on every node.
 $coordinator->safe_psql('postgres', q{
     CREATE FUNCTION pay(key bytea, message_id text) RETURNS boolean LANGUAGE plpgsql AS $$
     BEGIN
+        IF key IS DISTINCT FROM inbox.message_key(message_id) THEN
+            RAISE EXCEPTION 'the key is not the stored form of %', message_id;
+        END IF;
         IF NOT inbox.claim('roles', message_id) THEN
             RETURN false;
         END IF;
