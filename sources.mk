@@ -40,4 +40,5 @@ INBOX_SOURCES = \
 	src/purge_launcher.cpp \
 	src/purge_worker.cpp \
 	src/drop_statement.cpp \
-	src/drop_guard.cpp
+	src/drop_guard.cpp \
+	src/drop_guard_hook.cpp

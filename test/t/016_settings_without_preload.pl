@@ -2,8 +2,8 @@
 # PostgreSQL 15 knows inbox.* only in a session that has loaded the library, so ALTER SYSTEM is
 # refused before LOAD 'inbox' and accepted after it; ALTER DATABASE ... SET works either way, but
 # a wrong value it gave is checked only when a session loads the library: ignored then, with a
-# warning, for the default (not the server-wide value). The guard of DROP EXTENSION works there
-# too.
+# warning, for the default (not the server-wide value). The drop guard works there too, whichever
+# statement drops the extension.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -45,6 +45,27 @@ like($err, qr/dropping extension inbox would delete the markers of 1 consumer\n/
 $node->safe_psql('postgres', 'SET inbox.allow_drop_with_markers = on; DROP EXTENSION inbox');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox'}),
 	'0', 'dropped when the session says so before the library is loaded');
+
+# Statements that drop the extension without naming it, each in a session that has not loaded
+# the library: DROP OWNED BY the role that created it, and the drop of an extension it depends on.
+$node->safe_psql('postgres', q{
+	DROP SCHEMA inbox;
+	CREATE ROLE owner_of_inbox SUPERUSER;
+	SET ROLE owner_of_inbox;
+	CREATE EXTENSION inbox;
+	SELECT inbox.claim('billing', 'm-1');
+});
+($rc, $out, $err) = $node->psql('postgres', 'DROP OWNED BY owner_of_inbox');
+like($err, qr/ERROR:  dropping extension inbox would delete its markers\n/,
+	'DROP OWNED BY its owner with markers: refused');
+($rc, $out, $err) = $node->psql('postgres', 'DROP EXTENSION plpgsql CASCADE');
+like($err, qr/ERROR:  dropping extension inbox would delete its markers\n/,
+	'DROP EXTENSION plpgsql CASCADE with markers: refused');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM inbox.messages}), '1', 'nothing dropped');
+$node->safe_psql('postgres',
+	'SET inbox.allow_drop_with_markers = on; DROP OWNED BY owner_of_inbox');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox'}),
+	'0', 'DROP OWNED drops it when the session says so');
 
 $node->stop;
 done_testing();
