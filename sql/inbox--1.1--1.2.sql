@@ -14,3 +14,16 @@ CREATE EVENT TRIGGER inbox_guard_drop ON ddl_command_start
     WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA', 'DROP OWNED')
     EXECUTE FUNCTION inbox.guard_drop();
 
+-- ---- settings that need the preload ------------------------------------------------------------
+-- max_attempts counts failed attempts kept in shared memory, which exists only when the library
+-- is preloaded: setting it without the preload is accepted (it applies from the first start with
+-- the preload) with a warning that says so (src/max_attempts_warning.cpp).
+CREATE FUNCTION inbox.warn_max_attempts_without_preload() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'inbox_warn_max_attempts_without_preload';
+COMMENT ON FUNCTION inbox.warn_max_attempts_without_preload() IS
+    'Warns that a consumer''s max_attempts has no effect while inbox is not preloaded.';
+CREATE TRIGGER max_attempts_needs_preload
+    AFTER INSERT OR UPDATE OF max_attempts ON inbox.consumer_registry
+    FOR EACH ROW WHEN (NEW.max_attempts IS NOT NULL)
+    EXECUTE FUNCTION inbox.warn_max_attempts_without_preload();
+REVOKE ALL ON FUNCTION inbox.warn_max_attempts_without_preload() FROM PUBLIC;
