@@ -27,6 +27,7 @@ INBOX_SOURCES = \
 	src/stats_table.cpp \
 	src/pending_claims.cpp \
 	src/attempts_table.cpp \
+	src/max_attempts_warning.cpp \
 	src/citus_counters.cpp \
 	src/stats_functions.cpp \
 	src/marker_counts.cpp \
@@ -41,4 +42,5 @@ INBOX_SOURCES = \
 	src/purge_launcher.cpp \
 	src/purge_worker.cpp \
 	src/drop_statement.cpp \
-	src/drop_guard.cpp
+	src/drop_guard.cpp \
+	src/drop_guard_hook.cpp

@@ -1,5 +1,7 @@
 -- DROP EXTENSION inbox would delete every marker, the record of which messages were processed:
--- it is refused while there are markers, unless the session says it means it. Created again,
+-- it is refused while there are markers, unless the session says it means it, whichever
+-- statement drops it (DROP EXTENSION, DROP SCHEMA ... CASCADE, DROP OWNED BY its owner, the
+-- drop of an extension it depends on). Created again,
 -- the extension grants nothing; inbox.grant_access gives each kind of role its privileges back.
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/test/regress/helpers.sql
@@ -7,17 +9,30 @@ SELECT inbox.stats_reset();
 CREATE ROLE regress_drop_app;
 CREATE ROLE regress_drop_ops;
 CREATE ROLE regress_drop_monitoring;
+CREATE ROLE regress_drop_owner SUPERUSER;
 
 -- Without markers there is nothing to lose.
 SELECT count(*) AS markers FROM inbox.markers;
 DROP EXTENSION inbox;
+-- Created again by a role of its own, schema included: its DROP OWNED is one more way of
+-- dropping it.
+DROP SCHEMA inbox;
+SET ROLE regress_drop_owner;
 CREATE EXTENSION inbox;
+RESET ROLE;
 
 -- With markers: refused, whichever way the drop is asked for, and nothing is dropped.
 SELECT inbox.claim('drop-billing', 'm-1'), inbox.claim('drop-shipping', 'm-1');
 DROP EXTENSION inbox;
 DROP EXTENSION IF EXISTS inbox CASCADE;
 DROP SCHEMA inbox CASCADE;
+-- Statements that drop it without naming it meet the guard when its markers table is deleted:
+-- DROP OWNED BY the extension's owner, and the drop of an extension it depends on (the NOTICE
+-- listing every object that cascade would drop is left out).
+DROP OWNED BY regress_drop_owner;
+SET client_min_messages = warning;
+DROP EXTENSION plpgsql CASCADE;
+RESET client_min_messages;
 -- Without CASCADE the schema cannot go anyway: PostgreSQL's own error.
 DROP SCHEMA inbox;
 -- Other extensions and schemas are none of the guard's business.
@@ -31,9 +46,12 @@ SET LOCAL inbox.allow_drop_with_markers = on;
 DROP EXTENSION inbox;
 ROLLBACK;
 SELECT count(*) AS markers_after_rollback FROM inbox.messages;
+-- DROP OWNED BY its owner then drops it, and its schema.
 SET inbox.allow_drop_with_markers = on;
-DROP EXTENSION inbox;
+DROP OWNED BY regress_drop_owner;
 RESET inbox.allow_drop_with_markers;
+SELECT count(*) AS extensions, (SELECT count(*) FROM pg_namespace WHERE nspname = 'inbox') AS schemas
+FROM pg_extension WHERE extname = 'inbox';
 CREATE EXTENSION inbox;
 SELECT count(*) AS markers FROM inbox.messages;
 
@@ -80,5 +98,5 @@ SELECT outcome($$SELECT inbox.grant_access('regress_drop_app', NULL)$$);
 DELETE FROM inbox.messages WHERE consumer LIKE 'drop-%';
 DROP FUNCTION drop_handler(jsonb);
 DROP OWNED BY regress_drop_app, regress_drop_ops, regress_drop_monitoring;
-DROP ROLE regress_drop_app, regress_drop_ops, regress_drop_monitoring;
+DROP ROLE regress_drop_app, regress_drop_ops, regress_drop_monitoring, regress_drop_owner;
 SELECT inbox.stats_reset();

@@ -191,6 +191,10 @@ bool attempts_any() {
     return table != nullptr && pg_atomic_read_u32(&shared->entries) > 0;
 }
 
+bool attempts_counted() {
+    return table != nullptr;
+}
+
 void attempts_add_failure(const AttemptKey& key, int sqlstate, const char* message) {
     if (table == nullptr) return;
     TimestampTz now = GetCurrentTimestamp();

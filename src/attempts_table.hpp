@@ -53,3 +53,6 @@ void attempts_forget(const AttemptKey& key);
 
 // Whether any failure is kept at all (a lock-free check for the hot path).
 bool attempts_any();
+
+// Whether failed attempts are counted at all: the library was preloaded.
+bool attempts_counted();

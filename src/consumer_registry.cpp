@@ -24,6 +24,7 @@ extern "C" {
 #include "consumer_registration.hpp"
 #include "consumer_registry.hpp"
 #include "marker_table.hpp"
+#include "max_attempts_warning.hpp"
 #include "message_key.hpp"
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
@@ -200,6 +201,7 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     values[0] = Int16GetDatum(configured.id);
     execute_as_store_owner(&configure, values, nulls);
     SPI_finish();
+    if (!PG_ARGISNULL(2)) warn_unless_attempts_counted(consumer);
     // Every backend re-reads what it caches of the registry.
     CacheInvalidateRelcacheByRelid(marker_store()->registry);
     PG_RETURN_VOID();

@@ -11,6 +11,7 @@ PGDLLEXPORT void _PG_init(void);
 }
 
 #include "attempts_table.hpp"
+#include "drop_guard.hpp"
 #include "messages_delete.hpp"
 #include "pg/shared_memory.hpp"
 #include "purge_status.hpp"
@@ -19,11 +20,13 @@ PGDLLEXPORT void _PG_init(void);
 #include "stats_table.hpp"
 
 // Settings are defined before the prefix is reserved, or values from postgresql.conf are lost.
-// Shared memory and the purge launcher exist only when the library is preloaded.
+// Shared memory and the purge launcher exist only when the library is preloaded; the drop guard's
+// hook is installed in every backend that loads it.
 void _PG_init(void) {
     define_settings();
     MarkGUCPrefixReserved("inbox");
     install_messages_delete_rewrite();
+    install_drop_guard_hook();
     if (!process_shared_preload_libraries_in_progress) return;
 
     request_stats_memory();

@@ -122,7 +122,8 @@ void define_safety_settings() {
     DefineCustomBoolVariable(
         "inbox.allow_drop_with_markers",
         "Lets DROP EXTENSION inbox delete the markers when there are any.",
-        "Off, DROP EXTENSION inbox and DROP SCHEMA inbox CASCADE are refused while markers exist.",
+        "Off, every way of dropping the extension (DROP EXTENSION, DROP SCHEMA ... CASCADE, "
+        "DROP OWNED) is refused while markers exist.",
         &allow_drop_with_markers, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 

@@ -88,7 +88,19 @@ ok(!-e $node->data_dir . '/pg_stat/inbox_stats.stat',
 $node->safe_psql('postgres', q{SELECT inbox.claim('load', 'new-after-restart')});
 is($node->safe_psql('postgres', q{SELECT applied FROM inbox.stats WHERE consumer = 'load'}),
     $applied + 1, 'counting continues from the restored counters');
+# A reset is the database's own: another database keeps its counters and its reset time.
+$node->safe_psql('postgres', 'CREATE DATABASE neighbour');
+$node->safe_psql('neighbour', q{
+    CREATE EXTENSION inbox;
+    SELECT inbox.claim('next-door', 'n-1'), inbox.claim('next-door', 'n-1');
+});
+my $neighbour = q{SELECT applied || '|' || duplicates || '|' || stats_reset
+                  FROM inbox.stats WHERE consumer = 'next-door'};
+my $neighbour_before = $node->safe_psql('neighbour', $neighbour);
+like($neighbour_before, qr/^1\|1\|/, 'the other database counts its own claims');
 $node->safe_psql('postgres', q{SELECT inbox.stats_reset()});
+is($node->safe_psql('neighbour', $neighbour), $neighbour_before,
+    'a reset in one database leaves the counters of another');
 $node->restart;
 # Rows: load and prepared; not load-undone, whose registration went with its claims, none of
 # which committed.
