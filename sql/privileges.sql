@@ -56,7 +56,8 @@ RESET ROLE;
 SELECT entry, written_by FROM ledger ORDER BY entry;
 SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
 
--- No PUBLIC grant on any object of the extension, and no SECURITY DEFINER function.
+-- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2() (below), and no
+-- SECURITY DEFINER function.
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
 JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
@@ -69,6 +70,12 @@ FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', 
 WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0;
 SELECT count(*) AS security_definer_functions FROM pg_proc
 WHERE pronamespace = 'inbox'::regnamespace AND prosecdef;
+
+-- inbox.worker_status_1_2(), behind inbox.workers from 1.2 on, asks itself for the privilege
+-- that lets a role read the workers' status: EXECUTE on inbox.worker_status().
+SET ROLE regress_inbox_app;
+SELECT count(*) FROM inbox.worker_status_1_2();
+RESET ROLE;
 
 -- Each kind of role needs no more than the grants README, "Privileges", lists for it.
 CREATE ROLE regress_readme_app;

@@ -11,6 +11,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -141,6 +142,19 @@ bool start_worker(ServedDatabase* entry) {
     return RegisterDynamicBackgroundWorker(&worker, &entry->worker);
 }
 
+// No max_worker_processes slot was free. On a standby that costs nothing, since its workers only
+// report "standby" until promotion, and is to be expected: workers registered to start when
+// recovery ends (BgWorkerStart_RecoveryFinished) hold their slots all through recovery. So only
+// a primary warns.
+void report_no_worker_slot() {
+    if (RecoveryInProgress())
+        ereport(DEBUG1,
+                (errmsg("%s could not start a purge worker during recovery", purge_launcher_type)));
+    else
+        ereport(WARNING, (errmsg("%s could not start a purge worker", purge_launcher_type),
+                          errhint("Raise max_worker_processes.")));
+}
+
 // Starts the workers that are due; returns how long the launcher may sleep.
 long start_due_workers(Served* served) {
     TimestampTz now = GetCurrentTimestamp();
@@ -154,8 +168,7 @@ long start_due_workers(Served* served) {
             entry->last_run = now;
             entry->schedule.continue_now = false;
             if (!start_worker(entry) && !warned) {
-                ereport(WARNING, (errmsg("%s could not start a purge worker", purge_launcher_type),
-                                  errhint("Raise max_worker_processes.")));
+                report_no_worker_slot();
                 warned = true;
             }
         }

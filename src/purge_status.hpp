@@ -8,6 +8,8 @@ extern "C" {
 #include "datatype/timestamp.h"
 }
 
+#include "purge.hpp"
+
 // Asks for the segment and its lock; from _PG_init, while shared_preload_libraries is processed.
 void request_purge_status_memory();
 
@@ -26,13 +28,16 @@ struct CycleTotals {
     TimestampTz start;
     int64 deleted;
     int64 batches;
+    bool complete;
 };
-// The worker process ends. `finished`: the cycle is complete (its totals are returned, to be
-// logged); otherwise it continues in the next worker process, which the launcher starts at once.
+// The worker process ends its part of the cycle, having purged as `progress` says. The cycle is
+// complete when the purge reached the end of the expired markers (its totals are returned, to be
+// logged). Out of time, it continues in the next worker process, which the launcher starts at
+// once. A worker that gave way to another purge holding the purge lock leaves the cycle open
+// for the next interval's worker, and the database shows as blocked since the first of them.
 // `interval_ms` is the database's own inbox.purge_interval (ALTER DATABASE ... SET), 0 when it
 // follows the server-wide value.
-CycleTotals worker_cycle_ends(Oid database, int64 deleted, int64 batches, bool finished,
-                              int interval_ms);
+CycleTotals worker_cycle_ends(Oid database, const PurgeProgress& progress, int interval_ms);
 // The worker process exits, normally or not: no pid, not purging.
 void worker_exits(Oid database);
 void worker_failed(Oid database, const char* message);

@@ -97,10 +97,8 @@ void purge_this_database() {
     PurgeProgress progress = purge_expired_markers(&run);
     CommitTransactionCommand();
 
-    bool finished = progress.outcome != PurgeOutcome::out_of_time;
-    CycleTotals cycle = worker_cycle_ends(served_database, progress.deleted, progress.batches,
-                                          finished, database_interval_ms());
-    if (finished && cycle.deleted > 0)
+    CycleTotals cycle = worker_cycle_ends(served_database, progress, database_interval_ms());
+    if (cycle.complete && cycle.deleted > 0)
         log_purge(purge_worker_type, served_database_name,
                   {.deleted = cycle.deleted, .batches = cycle.batches, .outcome = progress.outcome},
                   cycle.start);

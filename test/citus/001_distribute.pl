@@ -29,9 +29,12 @@ is($early->query_safe(q{SELECT inbox.claim('replan', 'before')}), 't',
 # A claim that waits for the distribution at its insert (the session knows the store and the
 # consumer from a claim before) goes on with the distributed store, not the coordinator's empty
 # table that remains of it.
+# (Two claims: a backend caches a consumer it registered itself from its next transaction on.)
 my $waiting = $coordinator->background_psql('postgres');
 is($waiting->query_safe(q{SELECT inbox.claim('waited', 'known')}), 't',
 	'a claim before the distribution, in a session that waits for it next');
+is($waiting->query_safe(q{SELECT inbox.claim('waited', 'known-2')}), 't',
+	'and another, which caches its consumer');
 my $distributor = $coordinator->background_psql('postgres');
 $distributor->query_safe('BEGIN');
 $distributor->query_safe('SELECT inbox.distribute()');

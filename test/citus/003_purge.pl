@@ -113,9 +113,11 @@ insert_markers($coordinator, 'while-purging', 300, '1 hour');
 my $total_deleted = q{SELECT coalesce(sum(total_deleted), 0) FROM inbox.workers
     WHERE database = 'postgres'};
 my $deleted_before = $coordinator->safe_psql('postgres', $total_deleted);
+my $since = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
 set_purge_worker($_, 'on') for @{ $cluster->{nodes} };
-ok(wait_for_next_cycle($coordinator, 'postgres', 'postgres'),
-	'a cycle of the coordinator\'s purge worker ran');
+ok( $coordinator->poll_query_until('postgres',
+		"SELECT blocked_since > '$since' FROM inbox.workers WHERE database = 'postgres'"),
+	'the coordinator\'s purge worker gives way to the purge in progress');
 is(marker_count($coordinator, 'postgres', 'while-purging'), '300',
 	'no other purge ran beside the one in progress');
 is($coordinator->safe_psql('postgres', $total_deleted), $deleted_before,

@@ -32,6 +32,7 @@ $coordinator->safe_psql('postgres', q{
     INSERT INTO payments SELECT inbox.message_key('k-' || g) FROM generate_series(1, 40) g;
     INSERT INTO ledger SELECT 'k-' || g FROM generate_series(1, 40) g;
     GRANT SELECT, UPDATE ON payments, ledger TO app;
+    SELECT inbox.configure_consumer('roles');
 });
 is( join(' ', on_nodes($cluster,
 	q{SELECT has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')})),
@@ -68,7 +69,13 @@ sub committed
 		       || '|' || (SELECT paid FROM payments WHERE message_key = inbox.message_key('$key'))});
 }
 
-my ($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles', '$keys[0]')});
+# The first claim of a new consumer also registers it, in its own transaction: a write to the
+# registry, a reference table on every node, which Citus commits in two phases.
+my ($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles-new', '$keys[0]')});
+is("$error|" . ($prepares > 0 ? 'prepared' : 'none'), '|prepared',
+	'the first claim of a new consumer: two-phase commit, for the registry');
+
+($error, $prepares) = transaction_as('app', qq{SELECT inbox.claim('roles', '$keys[0]')});
 is("$error|$prepares", '|0', 'application role, a claim alone: one connection, no 2PC');
 
 ($error, $prepares) = transaction_as('postgres', qq{SELECT inbox.claim('roles', '$keys[1]');

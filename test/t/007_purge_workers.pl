@@ -73,18 +73,31 @@ ok(wait_for_next_cycle($node, 'alpha', 'delta'), 'delta: another whole cycle ran
 is(marker_count($node, 'delta', 'fresh'), 10, 'delta still follows its own retention');
 
 # A purge that holds the database's purge lock (here a CALL inbox.purge() in an open
-# transaction, with a retention that deletes nothing) makes the worker yield; it purges once the
-# lock is gone.
+# transaction, with a retention that deletes nothing) makes the worker give way: inbox.workers
+# shows since when, and no cycle completes while the lock is held. Once it is gone, the cycle
+# completes and purges.
+my $since = $node->safe_psql('alpha', 'SELECT clock_timestamp()');
 my $holder = $node->background_psql('alpha');
 $holder->query_safe("SET inbox.retention = '3650d'");
 $holder->query_safe('BEGIN');
 $holder->query_safe('CALL inbox.purge()');
 add_markers($node, 'alpha', 'held', 50, '1 hour');
-ok(wait_for_next_cycle($node, 'alpha', 'alpha'), 'alpha: a cycle ran while the lock was held');
+ok( $node->poll_query_until('alpha',
+		"SELECT blocked_since > '$since' FROM inbox.workers WHERE database = 'alpha'"),
+	'alpha: the worker gives way to the purge lock, and shows since when');
+# five more intervals, each giving way
+sleep(1);
+is( $node->safe_psql('alpha',
+		"SELECT last_cycle_end < blocked_since FROM inbox.workers WHERE database = 'alpha'"),
+	't', 'a cycle that gave way is no complete cycle');
 is(marker_count($node, 'alpha', 'held'), 50, 'the worker yields to another purge');
 $holder->query_safe('COMMIT');
 ok($node->poll_query_until('alpha', "SELECT count(*) = 0 FROM inbox.messages WHERE consumer = 'held'"),
 	'and purges when its turn comes');
+ok( $node->poll_query_until('alpha',
+		"SELECT blocked_since IS NULL AND last_cycle_end > '$since' FROM inbox.workers "
+		  . "WHERE database = 'alpha'"),
+	'then the cycle completes, blocked no more');
 $holder->quit;
 
 # inbox.purge_log_level = debug1 (here for beta alone) keeps its cycles out of the log.

@@ -2,7 +2,9 @@
 # peer authentication on the Unix socket, a password over TCP), following the README's pg_cron
 # recipe: pg_cron connects through the socket (cron.host), or runs its jobs in background
 # workers (cron.use_background_workers) for a role that has no operating-system user.
-# pg_cron 1.4 schedules by the minute: this test waits for the next minute to begin.
+# pg_cron 1.4 schedules by the minute: this test waits for the next minute to begin. The markers'
+# ages are a day away from the retention on either side, so that no delay before the first run
+# (a minute and more on a loaded machine) changes which of them expire.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -21,7 +23,7 @@ sub cron_node
 	my ($name, $settings) = @_;
 	my $node = inbox_node(
 		$name,
-		"cron.database_name = 'postgres'\ninbox.retention = '1min'\n"
+		"cron.database_name = 'postgres'\ninbox.retention = '1d'\n"
 		  . "inbox.purge_worker = off\n$settings",
 		preload => 'pg_cron,inbox');
 	open my $hba, '>', $node->data_dir . '/pg_hba.conf' or die $!;
@@ -29,7 +31,7 @@ sub cron_node
 	close $hba;
 	$node->reload;
 	$node->safe_psql('postgres', 'CREATE EXTENSION pg_cron; CREATE EXTENSION inbox');
-	add_markers($node, 'postgres', 'old', 500, '1 hour');
+	add_markers($node, 'postgres', 'old', 500, '2 days');
 	add_markers($node, 'postgres', 'fresh', 10, '0 s');
 	return $node;
 }

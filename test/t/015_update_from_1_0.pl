@@ -31,8 +31,8 @@ $node->safe_psql('shop', q{
 	CREATE ROLE monitoring LOGIN;
 	GRANT USAGE ON SCHEMA inbox TO app, monitoring;
 	GRANT EXECUTE ON FUNCTION inbox.claim(text, text), inbox.forget(text, text) TO app;
-	GRANT SELECT ON inbox.stats, inbox.messages TO monitoring;
-	GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO monitoring;
+	GRANT SELECT ON inbox.stats, inbox.messages, inbox.workers TO monitoring;
+	GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.worker_status() TO monitoring;
 	CREATE TABLE before AS
 		SELECT consumer, message_id, date_trunc('second', processed_at) AS processed_at FROM inbox.messages;
 });
@@ -101,6 +101,10 @@ is( $node->safe_psql('shop',
 		q{SELECT count(*) > 0 FROM inbox.stats s JOIN inbox.messages m USING (consumer)},
 		extra_params => ['-U', 'monitoring']),
 	't', 'the monitoring role reads inbox.stats and inbox.messages');
+# inbox.workers reads a function of 1.2, which asks for 1.0's grant on inbox.worker_status().
+my $workers_query = 'SELECT count(*) >= 0 FROM (SELECT blocked_since, last_error_at FROM inbox.workers) w';
+is($node->safe_psql('shop', $workers_query, extra_params => ['-U', 'monitoring']),
+	't', 'and inbox.workers, with the columns of 1.2');
 my ($rc, $out, $err) = $node->psql('shop', 'SELECT count(*) FROM inbox.markers',
 	extra_params => ['-U', 'app']);
 like($err, qr/permission denied/, 'and nobody reads the new tables directly');
@@ -120,6 +124,8 @@ is( $node->safe_psql('restored', q{
 		       has_function_privilege('monitoring', 'inbox.stats_counters()', 'EXECUTE'),
 		       has_function_privilege('app', 'inbox.claim(text, text)', 'EXECUTE')}),
 	't|t|t', 'and the grants of 1.0 that the update carried over are restored too');
+is($node->safe_psql('restored', $workers_query, extra_params => ['-U', 'monitoring']),
+	't', 'the monitoring role still reads inbox.workers');
 is($node->safe_psql('restored', q{SELECT inbox.claim('newcomer', 'n-1'), inbox.claim('billing', 'n-1')}),
 	't|t', 'and a new consumer registers after the restored ones');
 
