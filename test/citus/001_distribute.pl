@@ -233,6 +233,9 @@ for my $outcome ('COMMIT', 'ROLLBACK')
 }
 
 # receive(wait => false) answers in_progress at once while another transaction holds a copy.
+# (The consumer is registered first: a registration in an open transaction would be in progress
+# too, for every message of the consumer.)
+$coordinator->safe_psql('postgres', q{SELECT inbox.configure_consumer('nowait')});
 my $holder = $coordinator->background_psql('postgres');
 $holder->query_safe('BEGIN');
 $holder->query_safe(q{SELECT inbox.receive('nowait', 'held')});
