@@ -104,13 +104,18 @@ void return_to_caller(CallerIdentity caller) {
     SetUserIdAndSecContext(caller.user, caller.security_context);
 }
 
+SPIPlanPtr prepared_plan(MarkerStatement* statement) {
+    if (statement->plan == nullptr)
+        statement->plan = pg::prepare_kept_plan(statement->sql, statement->nargs,
+                                                statement->argtypes, statement->cursor_options);
+    return statement->plan;
+}
+
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {
     const MarkerStore* store = marker_store();
-    if (statement->plan == nullptr)
-        statement->plan =
-            pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
+    SPIPlanPtr plan = prepared_plan(statement);
     CallerIdentity caller = become_store_owner(store);
-    int rc = pg::execute_plan(statement->plan, statement->sql, values, nulls);
+    int rc = pg::execute_plan(plan, statement->sql, values, nulls);
     return_to_caller(caller);
     return rc;
 }

@@ -60,7 +60,11 @@ struct MarkerStatement {
     int nargs;
     Oid argtypes[6];
     SPIPlanPtr plan;
+    int cursor_options = 0;  // pg::prepare_kept_plan's
 };
+
+// The statement's plan, prepared on first use.
+SPIPlanPtr prepared_plan(MarkerStatement* statement);
 
 // Runs the statement in the caller's SPI connection as the owner of the store
 // (become_store_owner). Returns the SPI result code.

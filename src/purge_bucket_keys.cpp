@@ -1,0 +1,141 @@
+// The keys of a bucket too large for a batch, read once and deleted by key (purge_bucket_keys.hpp).
+// Through SPI only, without ctid: the same statements serve a distributed store.
+extern "C" {
+#include "postgres.h"
+#include "access/tupdesc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+}
+
+#include "marker_table.hpp"
+#include "purge_bucket_keys.hpp"
+
+namespace {
+
+MarkerStatement bucket_keys = {
+    .sql =
+        "SELECT message_key FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
+        "AND time_bucket OPERATOR(pg_catalog.=) $2 AND time_offset OPERATOR(pg_catalog.<=) $3",
+    .nargs = 3,
+    .argtypes = {INT2OID, INT4OID, CHAROID},
+    .plan = nullptr};
+
+// The keys lead, probed in the primary key: whatever the statistics say, no plan may walk the
+// bucket (or the consumer's markers), whose dead entries the earlier batches left. So: one plan
+// for every call (a custom plan counts the keys of the array and may prefer a scan of the
+// consumer), planned without sequential scans (delete_markers_and_details), and the bucket
+// compared as "time_bucket + 0", which no index serves.
+#define OF_KEYS                                                                              \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND message_key OPERATOR(pg_catalog.=) ANY ($2) " \
+    "AND (time_bucket OPERATOR(pg_catalog.+) 0) OPERATOR(pg_catalog.=) $3 "                  \
+    "AND time_offset OPERATOR(pg_catalog.<=) $4"
+MarkerStatement delete_markers_of_keys = {.sql = "DELETE FROM inbox.markers WHERE " OF_KEYS,
+                                          .nargs = 4,
+                                          .argtypes = {INT2OID, BYTEAARRAYOID, INT4OID, CHAROID},
+                                          .plan = nullptr,
+                                          .cursor_options = CURSOR_OPT_GENERIC_PLAN};
+MarkerStatement delete_details_of_keys = {.sql = "DELETE FROM inbox.marker_details WHERE " OF_KEYS,
+                                          .nargs = 4,
+                                          .argtypes = {INT2OID, BYTEAARRAYOID, INT4OID, CHAROID},
+                                          .plan = nullptr,
+                                          .cursor_options = CURSOR_OPT_GENERIC_PLAN};
+#undef OF_KEYS
+
+constexpr long keys_per_fetch = 10000;
+
+Datum offset_datum(std::uint8_t offset) {
+    return CharGetDatum(static_cast<char>(offset));
+}
+
+// Copies every row of the open SPI cursor into the tuplestore, fetching as the store's owner.
+void read_keys(Portal cursor, Tuplestorestate* keys) {
+    for (;;) {
+        CallerIdentity caller = become_store_owner(marker_store());
+        SPI_cursor_fetch(cursor, true, keys_per_fetch);
+        return_to_caller(caller);
+        if (SPI_processed == 0) break;
+        for (uint64 row = 0; row < SPI_processed; row++)
+            tuplestore_puttuple(keys, SPI_tuptable->vals[row]);
+        SPI_freetuptable(SPI_tuptable);
+    }
+    SPI_freetuptable(SPI_tuptable);
+}
+
+// A table of a few pages makes a sequential scan look cheaper than probing the keys, and a plan
+// kept for the backend's life would then walk the bucket for every batch.
+int64 delete_markers_and_details(const Datum* values) {
+    int nest_level = NewGUCNestLevel();
+    (void)set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                            true, 0, false);
+    execute_as_store_owner(&delete_markers_of_keys, values);
+    int64 deleted = static_cast<int64>(SPI_processed);
+    execute_as_store_owner(&delete_details_of_keys, values);
+    AtEOXact_GUC(false, nest_level);
+    return deleted;
+}
+
+}  // namespace
+
+void open_bucket_keys(BucketKeys* open, MemoryContext parent, int16 consumer_id, int32 bucket,
+                      std::uint8_t last_offset) {
+    open->context = AllocSetContextCreate(parent, "inbox purge bucket keys", ALLOCSET_SMALL_SIZES);
+    open->consumer_id = consumer_id;
+    open->bucket = bucket;
+    open->last_offset = last_offset;
+    MemoryContext caller_context = MemoryContextSwitchTo(open->context);
+    TupleDesc row = CreateTemplateTupleDesc(1);
+    TupleDescInitEntry(row, 1, "message_key", BYTEAOID, -1, 0);
+    open->slot = MakeSingleTupleTableSlot(row, &TTSOpsMinimalTuple);
+    // Kept across the commits between batches, as a holdable cursor's rows are.
+    open->keys = tuplestore_begin_heap(false, true, work_mem);
+    MemoryContextSwitchTo(caller_context);
+
+    Datum values[3] = {Int16GetDatum(consumer_id), Int32GetDatum(bucket),
+                       offset_datum(last_offset)};
+    SPIPlanPtr plan = prepared_plan(&bucket_keys);
+    CallerIdentity caller = become_store_owner(marker_store());
+    Portal cursor = SPI_cursor_open(nullptr, plan, values, nullptr, false);
+    return_to_caller(caller);
+    read_keys(cursor, open->keys);
+    SPI_cursor_close(cursor);
+}
+
+bool delete_next_bucket_keys(BucketKeys* open, int64 limit, int64* deleted) {
+    Datum* keys = static_cast<Datum*>(palloc(sizeof(Datum) * limit));
+    int count = 0;
+    bool drained = false;
+    while (count < limit) {
+        if (!tuplestore_gettupleslot(open->keys, true, false, open->slot)) {
+            drained = true;
+            break;
+        }
+        bool isnull = false;
+        keys[count++] = datumCopy(slot_getattr(open->slot, 1, &isnull), false, -1);
+    }
+    // A row read back from the temporary file lives in the caller's memory, gone by the next call.
+    ExecClearTuple(open->slot);
+    *deleted = 0;
+    if (count > 0) {
+        ArrayType* key_array = construct_array(keys, count, BYTEAOID, -1, false, TYPALIGN_INT);
+        Datum values[4] = {Int16GetDatum(open->consumer_id), PointerGetDatum(key_array),
+                           Int32GetDatum(open->bucket), offset_datum(open->last_offset)};
+        *deleted = delete_markers_and_details(values);
+    }
+    return drained;
+}
+
+void close_bucket_keys(BucketKeys* open) {
+    if (open->context == nullptr) return;
+    tuplestore_end(open->keys);
+    ExecDropSingleTupleTableSlot(open->slot);
+    MemoryContextDelete(open->context);
+    open->context = nullptr;
+}
