@@ -23,31 +23,50 @@ namespace {
 MarkerStatement bucket_keys = {
     .sql =
         "SELECT message_key FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
-        "AND time_bucket OPERATOR(pg_catalog.=) $2 AND time_offset OPERATOR(pg_catalog.<=) $3",
+        "AND time_bucket OPERATOR(pg_catalog.=) $2 AND time_offset OPERATOR(pg_catalog.<=) $3 "
+        "ORDER BY message_key",
     .nargs = 3,
     .argtypes = {INT2OID, INT4OID, CHAROID},
     .plan = nullptr};
 
-// The keys lead, probed in the primary key: whatever the statistics say, no plan may walk the
-// bucket (or the consumer's markers), whose dead entries the earlier batches left. So: one plan
-// for every call (a custom plan counts the keys of the array and may prefer a scan of the
-// consumer), planned without sequential scans (delete_markers_and_details), and the bucket
-// compared as "time_bucket + 0", which no index serves.
-#define OF_KEYS                                                                              \
-    "consumer_id OPERATOR(pg_catalog.=) $1 AND message_key OPERATOR(pg_catalog.=) ANY ($2) " \
-    "AND (time_bucket OPERATOR(pg_catalog.+) 0) OPERATOR(pg_catalog.=) $3 "                  \
+// A batch's keys are the next ones in key order, [$2, $3]. Where the consumer's markers in that
+// range are not many more than the keys (a burst is most of its consumer's markers), they go in
+// one walk of the primary key's range; else each key is probed. Whatever the statistics say, no
+// plan may walk the bucket (or all the consumer's markers), whose dead entries the earlier
+// batches left: one plan for every call (a custom plan may prefer a scan of the consumer),
+// planned without sequential scans (delete_markers_and_details), and the bucket compared as
+// "time_bucket + 0", which no index serves.
+MarkerStatement markers_in_key_range = {
+    .sql =
+        "SELECT pg_catalog.count(*) FROM (SELECT FROM inbox.markers "
+        "WHERE consumer_id OPERATOR(pg_catalog.=) $1 AND message_key OPERATOR(pg_catalog.>=) $2 "
+        "AND message_key OPERATOR(pg_catalog.<=) $3 LIMIT $4) AS in_range",
+    .nargs = 4,
+    .argtypes = {INT2OID, BYTEAOID, BYTEAOID, INT8OID},
+    .plan = nullptr,
+    .cursor_options = CURSOR_OPT_GENERIC_PLAN};
+#define EXPIRED_IN_BUCKET                                                    \
+    " AND (time_bucket OPERATOR(pg_catalog.+) 0) OPERATOR(pg_catalog.=) $3 " \
     "AND time_offset OPERATOR(pg_catalog.<=) $4"
-MarkerStatement delete_markers_of_keys = {.sql = "DELETE FROM inbox.markers WHERE " OF_KEYS,
-                                          .nargs = 4,
-                                          .argtypes = {INT2OID, BYTEAARRAYOID, INT4OID, CHAROID},
-                                          .plan = nullptr,
-                                          .cursor_options = CURSOR_OPT_GENERIC_PLAN};
-MarkerStatement delete_details_of_keys = {.sql = "DELETE FROM inbox.marker_details WHERE " OF_KEYS,
-                                          .nargs = 4,
-                                          .argtypes = {INT2OID, BYTEAARRAYOID, INT4OID, CHAROID},
-                                          .plan = nullptr,
-                                          .cursor_options = CURSOR_OPT_GENERIC_PLAN};
+#define OF_KEYS \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND message_key OPERATOR(pg_catalog.=) ANY ($2)"
+#define IN_KEY_RANGE                                                                        \
+    "consumer_id OPERATOR(pg_catalog.=) $1 AND message_key OPERATOR(pg_catalog.>=) $5 AND " \
+    "message_key OPERATOR(pg_catalog.<=) $6"
+#define KEY_STATEMENT(table, keys)                                                      \
+    {                                                                                   \
+        .sql = "DELETE FROM inbox." table " WHERE " keys EXPIRED_IN_BUCKET, .nargs = 6, \
+        .argtypes = {INT2OID, BYTEAARRAYOID, INT4OID, CHAROID, BYTEAOID, BYTEAOID},     \
+        .plan = nullptr, .cursor_options = CURSOR_OPT_GENERIC_PLAN                      \
+    }
+MarkerStatement delete_markers_of_keys = KEY_STATEMENT("markers", OF_KEYS);
+MarkerStatement delete_details_of_keys = KEY_STATEMENT("marker_details", OF_KEYS);
+MarkerStatement delete_markers_in_key_range = KEY_STATEMENT("markers", IN_KEY_RANGE);
+MarkerStatement delete_details_in_key_range = KEY_STATEMENT("marker_details", IN_KEY_RANGE);
+#undef KEY_STATEMENT
+#undef IN_KEY_RANGE
 #undef OF_KEYS
+#undef EXPIRED_IN_BUCKET
 
 constexpr long keys_per_fetch = 10000;
 
@@ -69,15 +88,25 @@ void read_keys(Portal cursor, Tuplestorestate* keys) {
     SPI_freetuptable(SPI_tuptable);
 }
 
-// A table of a few pages makes a sequential scan look cheaper than probing the keys, and a plan
-// kept for the backend's life would then walk the bucket for every batch.
-int64 delete_markers_and_details(const Datum* values) {
+// How many of the markers in a key range may be walked for each one the range deletes.
+constexpr int64 range_walk_per_marker = 2;
+
+// values: the parameters of the key statements. A table of a few pages makes a sequential scan
+// look cheaper than any index, and a plan kept for the backend's life would then walk the bucket
+// for every batch.
+int64 delete_markers_and_details(const Datum* values, int count) {
     int nest_level = NewGUCNestLevel();
     (void)set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                             true, 0, false);
-    execute_as_store_owner(&delete_markers_of_keys, values);
+    int64 walk_limit = range_walk_per_marker * count;
+    Datum range[4] = {values[0], values[4], values[5], Int64GetDatum(walk_limit + 1)};
+    execute_as_store_owner(&markers_in_key_range, range);
+    bool isnull = false;
+    bool walk = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+                                            &isnull)) <= walk_limit;
+    execute_as_store_owner(walk ? &delete_markers_in_key_range : &delete_markers_of_keys, values);
     int64 deleted = static_cast<int64>(SPI_processed);
-    execute_as_store_owner(&delete_details_of_keys, values);
+    execute_as_store_owner(walk ? &delete_details_in_key_range : &delete_details_of_keys, values);
     AtEOXact_GUC(false, nest_level);
     return deleted;
 }
@@ -125,9 +154,13 @@ bool delete_next_bucket_keys(BucketKeys* open, int64 limit, int64* deleted) {
     *deleted = 0;
     if (count > 0) {
         ArrayType* key_array = construct_array(keys, count, BYTEAOID, -1, false, TYPALIGN_INT);
-        Datum values[4] = {Int16GetDatum(open->consumer_id), PointerGetDatum(key_array),
-                           Int32GetDatum(open->bucket), offset_datum(open->last_offset)};
-        *deleted = delete_markers_and_details(values);
+        Datum values[6] = {Int16GetDatum(open->consumer_id),
+                           PointerGetDatum(key_array),
+                           Int32GetDatum(open->bucket),
+                           offset_datum(open->last_offset),
+                           keys[0],
+                           keys[count - 1]};
+        *deleted = delete_markers_and_details(values, count);
     }
     return drained;
 }
