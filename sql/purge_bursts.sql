@@ -92,6 +92,15 @@ SELECT (SELECT count(*) FROM (SELECT consumer, message_id FROM inbox.messages
        (SELECT count(*) FROM expected_kept) AS kept;
 DROP TABLE expected_kept;
 DELETE FROM inbox.messages;
+-- The keys of a burst larger than work_mem wait in a temporary file across the commits.
+SET work_mem = '64kB';
+SET inbox.purge_batch_size = 500;
+INSERT INTO inbox.messages
+SELECT 'burst-default', 'spilled/' || i, date_trunc('second', now()) - interval '2 hours'
+FROM generate_series(1, 2000) i;
+CALL inbox.purge();
+SELECT count(*) AS left_behind FROM inbox.messages;
+RESET work_mem;
 
 -- The work is linear in the markers deleted: a burst of 700 markers in one second, purged in 100
 -- batches of 7 in one transaction, reads each marker of the burst a few times (once to find

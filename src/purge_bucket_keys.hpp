@@ -1,9 +1,10 @@
 // A bucket of one consumer holding more expired markers than a batch may delete (a burst: a
 // backlog drained with claim_batch, a replay): the purge reads the keys of its expired markers
-// once, with one scan of the bucket, and deletes them by key, batch by batch, probing the primary
-// key. Reading the bucket again for each batch would walk every marker the earlier batches deleted
-// there: their index entries stay until VACUUM, and no scan may even mark them dead while the
-// deleting transaction is open, so a burst of N markers would cost about N * N / batch (1.1).
+// once, with one scan of the bucket, in key order, and deletes them batch by batch through the
+// primary key, a range of keys at a time (or key by key where the consumer has many other markers
+// among them). Reading the bucket again for each batch would walk every marker the earlier batches
+// deleted there: their index entries stay until VACUUM, and no scan may even mark them dead while
+// the deleting transaction is open, so a burst of N markers would cost about N * N / batch (1.1).
 #pragma once
 
 extern "C" {
