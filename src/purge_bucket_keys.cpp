@@ -29,20 +29,20 @@ MarkerStatement bucket_keys = {
     .argtypes = {INT2OID, INT4OID, CHAROID},
     .plan = nullptr};
 
-// A batch's keys are the next ones in key order, [$2, $3]. Where the consumer's markers in that
-// range are not many more than the keys (a burst is most of its consumer's markers), they go in
-// one walk of the primary key's range; else each key is probed. Whatever the statistics say, no
-// plan may walk the bucket (or all the consumer's markers), whose dead entries the earlier
-// batches left: one plan for every call (a custom plan may prefer a scan of the consumer),
-// planned without sequential scans (delete_markers_and_details), and the bucket compared as
-// "time_bucket + 0", which no index serves.
-MarkerStatement markers_in_key_range = {
+// A batch's keys are the next ones in key order, [$5, $6]. Where the consumer has not many more
+// markers than the bucket's keys (a burst is most of its consumer's markers), they go a range of
+// the primary key at a time: the ranges do not overlap, so all of them together walk at most the
+// consumer's markers. Else each key is probed. Whatever the statistics say, no plan may walk the
+// bucket (or all the consumer's markers), whose dead entries the earlier batches left: one plan
+// for every call (a custom plan may prefer a scan of the consumer), planned without sequential
+// scans (without_sequential_scans), and the bucket compared as "time_bucket + 0", which no index
+// serves.
+MarkerStatement some_markers_of_consumer = {
     .sql =
         "SELECT pg_catalog.count(*) FROM (SELECT FROM inbox.markers "
-        "WHERE consumer_id OPERATOR(pg_catalog.=) $1 AND message_key OPERATOR(pg_catalog.>=) $2 "
-        "AND message_key OPERATOR(pg_catalog.<=) $3 LIMIT $4) AS in_range",
-    .nargs = 4,
-    .argtypes = {INT2OID, BYTEAOID, BYTEAOID, INT8OID},
+        "WHERE consumer_id OPERATOR(pg_catalog.=) $1 LIMIT $2) AS markers_of_consumer",
+    .nargs = 2,
+    .argtypes = {INT2OID, INT8OID},
     .plan = nullptr,
     .cursor_options = CURSOR_OPT_GENERIC_PLAN};
 #define EXPIRED_IN_BUCKET                                                    \
@@ -74,39 +74,55 @@ Datum offset_datum(std::uint8_t offset) {
     return CharGetDatum(static_cast<char>(offset));
 }
 
-// Copies every row of the open SPI cursor into the tuplestore, fetching as the store's owner.
-void read_keys(Portal cursor, Tuplestorestate* keys) {
+// Copies every row of the open SPI cursor into the tuplestore, fetching as the store's owner;
+// returns how many.
+int64 read_keys(Portal cursor, Tuplestorestate* keys) {
+    int64 count = 0;
     for (;;) {
         CallerIdentity caller = become_store_owner(marker_store());
         SPI_cursor_fetch(cursor, true, keys_per_fetch);
         return_to_caller(caller);
         if (SPI_processed == 0) break;
+        count += static_cast<int64>(SPI_processed);
         for (uint64 row = 0; row < SPI_processed; row++)
             tuplestore_puttuple(keys, SPI_tuptable->vals[row]);
         SPI_freetuptable(SPI_tuptable);
     }
     SPI_freetuptable(SPI_tuptable);
+    return count;
 }
 
-// How many of the markers in a key range may be walked for each one the range deletes.
-constexpr int64 range_walk_per_marker = 2;
+// How many of the consumer's markers the ranges may walk, for each key of the bucket.
+constexpr int64 range_walk_per_key = 2;
 
-// values: the parameters of the key statements. A table of a few pages makes a sequential scan
-// look cheaper than any index, and a plan kept for the backend's life would then walk the bucket
-// for every batch.
-int64 delete_markers_and_details(const Datum* values, int count) {
+// A table of a few pages makes a sequential scan look cheaper than any index, and a plan kept
+// for the backend's life would then walk the bucket (or the whole table) for every batch.
+int without_sequential_scans() {
     int nest_level = NewGUCNestLevel();
     (void)set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                             true, 0, false);
-    int64 walk_limit = range_walk_per_marker * count;
-    Datum range[4] = {values[0], values[4], values[5], Int64GetDatum(walk_limit + 1)};
-    execute_as_store_owner(&markers_in_key_range, range);
+    return nest_level;
+}
+
+bool few_other_markers(int16 consumer_id, int64 keys) {
+    int64 walk_limit = range_walk_per_key * keys;
+    Datum values[2] = {Int16GetDatum(consumer_id), Int64GetDatum(walk_limit + 1)};
+    int nest_level = without_sequential_scans();
+    execute_as_store_owner(&some_markers_of_consumer, values);
+    AtEOXact_GUC(false, nest_level);
     bool isnull = false;
-    bool walk = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-                                            &isnull)) <= walk_limit;
-    execute_as_store_owner(walk ? &delete_markers_in_key_range : &delete_markers_of_keys, values);
+    return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) <=
+           walk_limit;
+}
+
+// values: the parameters of the key statements.
+int64 delete_markers_and_details(const BucketKeys* open, const Datum* values) {
+    int nest_level = without_sequential_scans();
+    execute_as_store_owner(
+        open->walk_key_ranges ? &delete_markers_in_key_range : &delete_markers_of_keys, values);
     int64 deleted = static_cast<int64>(SPI_processed);
-    execute_as_store_owner(walk ? &delete_details_in_key_range : &delete_details_of_keys, values);
+    execute_as_store_owner(
+        open->walk_key_ranges ? &delete_details_in_key_range : &delete_details_of_keys, values);
     AtEOXact_GUC(false, nest_level);
     return deleted;
 }
@@ -133,8 +149,9 @@ void open_bucket_keys(BucketKeys* open, MemoryContext parent, int16 consumer_id,
     CallerIdentity caller = become_store_owner(marker_store());
     Portal cursor = SPI_cursor_open(nullptr, plan, values, nullptr, false);
     return_to_caller(caller);
-    read_keys(cursor, open->keys);
+    int64 keys = read_keys(cursor, open->keys);
     SPI_cursor_close(cursor);
+    open->walk_key_ranges = few_other_markers(consumer_id, keys);
 }
 
 bool delete_next_bucket_keys(BucketKeys* open, int64 limit, int64* deleted) {
@@ -160,7 +177,7 @@ bool delete_next_bucket_keys(BucketKeys* open, int64 limit, int64* deleted) {
                            offset_datum(open->last_offset),
                            keys[0],
                            keys[count - 1]};
-        *deleted = delete_markers_and_details(values, count);
+        *deleted = delete_markers_and_details(open, values);
     }
     return drained;
 }

@@ -22,6 +22,7 @@ struct BucketKeys {
     int16 consumer_id;
     int32 bucket;
     std::uint8_t last_offset;  // the bucket's markers up to this second are the expired ones
+    bool walk_key_ranges;      // else the keys are probed one by one
 };
 
 // Reads the keys of the consumer's markers of `bucket` up to second `last_offset` (as the store's
