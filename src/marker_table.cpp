@@ -106,8 +106,8 @@ void return_to_caller(CallerIdentity caller) {
 
 SPIPlanPtr prepared_plan(MarkerStatement* statement) {
     if (statement->plan == nullptr)
-        statement->plan = pg::prepare_kept_plan(statement->sql, statement->nargs,
-                                                statement->argtypes, statement->cursor_options);
+        statement->plan =
+            pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
     return statement->plan;
 }
 

@@ -60,7 +60,6 @@ struct MarkerStatement {
     int nargs;
     Oid argtypes[6];
     SPIPlanPtr plan;
-    int cursor_options = 0;  // pg::prepare_kept_plan's
 };
 
 // The statement's plan, prepared on first use.

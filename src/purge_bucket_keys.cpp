@@ -7,7 +7,6 @@ extern "C" {
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "utils/array.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
@@ -35,7 +34,7 @@ MarkerStatement bucket_keys = {
 // consumer's markers. Else each key is probed. Whatever the statistics say, no plan may walk the
 // bucket (or all the consumer's markers), whose dead entries the earlier batches left: one plan
 // for every call (a custom plan may prefer a scan of the consumer), planned without sequential
-// scans (without_sequential_scans), and the bucket compared as "time_bucket + 0", which no index
+// scans (planned_for_the_keys), and the bucket compared as "time_bucket + 0", which no index
 // serves.
 MarkerStatement some_markers_of_consumer = {
     .sql =
@@ -43,8 +42,7 @@ MarkerStatement some_markers_of_consumer = {
         "WHERE consumer_id OPERATOR(pg_catalog.=) $1 LIMIT $2) AS markers_of_consumer",
     .nargs = 2,
     .argtypes = {INT2OID, INT8OID},
-    .plan = nullptr,
-    .cursor_options = CURSOR_OPT_GENERIC_PLAN};
+    .plan = nullptr};
 #define EXPIRED_IN_BUCKET                                                    \
     " AND (time_bucket OPERATOR(pg_catalog.+) 0) OPERATOR(pg_catalog.=) $3 " \
     "AND time_offset OPERATOR(pg_catalog.<=) $4"
@@ -57,7 +55,7 @@ MarkerStatement some_markers_of_consumer = {
     {                                                                                   \
         .sql = "DELETE FROM inbox." table " WHERE " keys EXPIRED_IN_BUCKET, .nargs = 6, \
         .argtypes = {INT2OID, BYTEAARRAYOID, INT4OID, CHAROID, BYTEAOID, BYTEAOID},     \
-        .plan = nullptr, .cursor_options = CURSOR_OPT_GENERIC_PLAN                      \
+        .plan = nullptr                                                                 \
     }
 MarkerStatement delete_markers_of_keys = KEY_STATEMENT("markers", OF_KEYS);
 MarkerStatement delete_details_of_keys = KEY_STATEMENT("marker_details", OF_KEYS);
@@ -96,18 +94,23 @@ int64 read_keys(Portal cursor, Tuplestorestate* keys) {
 constexpr int64 range_walk_per_key = 2;
 
 // A table of a few pages makes a sequential scan look cheaper than any index, and a plan kept
-// for the backend's life would then walk the bucket (or the whole table) for every batch.
-int without_sequential_scans() {
+// for the backend's life would then walk the bucket (or the whole table) for every batch. One
+// generic plan, except on Citus, which plans a distributed statement with its parameters' values
+// (the shards' own plans are made on the workers).
+int planned_for_the_keys() {
     int nest_level = NewGUCNestLevel();
     (void)set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                             true, 0, false);
+    if (marker_store()->distribution == StoreDistribution::local)
+        (void)set_config_option("plan_cache_mode", "force_generic_plan", PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
     return nest_level;
 }
 
 bool few_other_markers(int16 consumer_id, int64 keys) {
     int64 walk_limit = range_walk_per_key * keys;
     Datum values[2] = {Int16GetDatum(consumer_id), Int64GetDatum(walk_limit + 1)};
-    int nest_level = without_sequential_scans();
+    int nest_level = planned_for_the_keys();
     execute_as_store_owner(&some_markers_of_consumer, values);
     AtEOXact_GUC(false, nest_level);
     bool isnull = false;
@@ -117,7 +120,7 @@ bool few_other_markers(int16 consumer_id, int64 keys) {
 
 // values: the parameters of the key statements.
 int64 delete_markers_and_details(const BucketKeys* open, const Datum* values) {
-    int nest_level = without_sequential_scans();
+    int nest_level = planned_for_the_keys();
     execute_as_store_owner(
         open->walk_key_ranges ? &delete_markers_in_key_range : &delete_markers_of_keys, values);
     int64 deleted = static_cast<int64>(SPI_processed);

@@ -18,9 +18,9 @@ void spi_connect_nonatomic() {
     connect_with(SPI_OPT_NONATOMIC);
 }
 
-SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes, int cursor_options) {
+SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes) {
     spi_connect();
-    SPIPlanPtr plan = SPI_prepare_cursor(sql, nargs, const_cast<Oid*>(argtypes), cursor_options);
+    SPIPlanPtr plan = SPI_prepare(sql, nargs, const_cast<Oid*>(argtypes));
     if (plan == nullptr)
         elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
     SPI_keepplan(plan);

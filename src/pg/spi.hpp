@@ -16,10 +16,8 @@ void spi_connect_nonatomic();
 
 // The plan of `sql`, prepared once and kept for the backend's life (SPI_keepplan): the plan
 // cache re-plans it when anything it depends on changes. Works inside or outside an SPI
-// connection. `cursor_options` as SPI_prepare_cursor takes them (CURSOR_OPT_GENERIC_PLAN: one plan
-// for every set of parameters, whatever they are).
-SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes,
-                             int cursor_options = 0);
+// connection.
+SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes);
 
 // SPI_execute_plan of a kept plan, or an error naming the statement.
 int execute_plan(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls);
