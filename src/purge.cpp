@@ -279,13 +279,6 @@ bool past(TimestampTz deadline) {
     return deadline != 0 && GetCurrentTimestamp() >= deadline;
 }
 
-// A purge with a deadline (a worker's) finishes the bucket whose keys it read before it stops:
-// the next purge would read them all again, and a burst larger than a worker's time could then
-// never be done.
-bool out_of_time(const ConsumerCursor* cursor, const PurgeRun* run) {
-    return past(run->deadline) && cursor->bucket_keys.context == nullptr;
-}
-
 enum class BatchEnd { full, exhausted, out_of_time };
 
 // One batch: up to batch_size markers across consumers, in the current transaction, stopping
@@ -296,7 +289,7 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
     PushActiveSnapshot(GetTransactionSnapshot());
     pg::spi_connect();
     while (*deleted < run->batch_size) {
-        if (out_of_time(cursor, run)) {
+        if (past(run->deadline)) {
             end = BatchEnd::out_of_time;
             break;
         }
@@ -366,7 +359,7 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
             if (deleted > 0) progress.batches++;
             if (run->after_batch != nullptr) run->after_batch(&progress);
             if (end == BatchEnd::exhausted) break;
-            if (end == BatchEnd::out_of_time || out_of_time(&cursor, run)) {
+            if (end == BatchEnd::out_of_time || past(run->deadline)) {
                 progress.outcome = PurgeOutcome::out_of_time;
                 break;
             }
