@@ -38,7 +38,7 @@ MarkerStatement bucket_keys = {
 // serves.
 MarkerStatement some_markers_of_consumer = {
     .sql =
-        "SELECT pg_catalog.count(*) FROM (SELECT FROM inbox.markers "
+        "SELECT pg_catalog.count(*) FROM (SELECT message_key FROM inbox.markers "
         "WHERE consumer_id OPERATOR(pg_catalog.=) $1 LIMIT $2) AS markers_of_consumer",
     .nargs = 2,
     .argtypes = {INT2OID, INT8OID},
