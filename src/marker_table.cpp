@@ -104,6 +104,13 @@ void return_to_caller(CallerIdentity caller) {
     SetUserIdAndSecContext(caller.user, caller.security_context);
 }
 
+SPIPlanPtr prepared_plan(MarkerStatement* statement) {
+    if (statement->plan == nullptr)
+        statement->plan =
+            pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
+    return statement->plan;
+}
+
 namespace {
 
 using PlanExecutor = int (*)(SPIPlanPtr, const char*, const Datum*, const char*);
@@ -111,11 +118,9 @@ using PlanExecutor = int (*)(SPIPlanPtr, const char*, const Datum*, const char*)
 int run_as_store_owner(PlanExecutor execute, MarkerStatement* statement, const Datum* values,
                        const char* nulls) {
     const MarkerStore* store = marker_store();
-    if (statement->plan == nullptr)
-        statement->plan =
-            pg::prepare_kept_plan(statement->sql, statement->nargs, statement->argtypes);
+    SPIPlanPtr plan = prepared_plan(statement);
     CallerIdentity caller = become_store_owner(store);
-    int rc = execute(statement->plan, statement->sql, values, nulls);
+    int rc = execute(plan, statement->sql, values, nulls);
     return_to_caller(caller);
     return rc;
 }

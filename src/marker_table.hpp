@@ -62,6 +62,9 @@ struct MarkerStatement {
     SPIPlanPtr plan;
 };
 
+// The statement's plan, prepared on first use.
+SPIPlanPtr prepared_plan(MarkerStatement* statement);
+
 // Runs the statement in the caller's SPI connection as the owner of the store
 // (become_store_owner). Returns the SPI result code.
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values,

@@ -2,11 +2,11 @@
 // marker table is purged the same way), and CALL inbox.purge().
 //
 // A batch walks the consumers in key order and deletes each one's oldest expired markers until
-// batch_size rows went: whole seconds at a time, ranges of the retention index (consumer, second)
-// found and deleted without ctid (which a distributed table does not make unique). Every
-// batch takes the database's purge lock (a transaction-level advisory lock), so two purges never
-// delete side by side: CALL inbox.purge() waits for its turn, a worker that finds the lock taken
-// yields and leaves the work to the other.
+// batch_size rows went: whole buckets at a time, ranges of the retention index (consumer, bucket)
+// found and deleted without ctid (which a distributed table does not make unique), and a bucket
+// larger than a batch by key. Every batch takes the database's purge lock (a transaction-level
+// advisory lock), so two purges never delete side by side: CALL inbox.purge() waits for its turn,
+// a worker that finds the lock taken yields and leaves the work to the other.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -36,6 +36,7 @@ extern "C" {
 #include "marker_time.hpp"
 #include "pg/spi.hpp"
 #include "purge.hpp"
+#include "purge_bucket_keys.hpp"
 #include "settings.hpp"
 
 namespace {
@@ -71,12 +72,13 @@ MarkerStatement next_registered_consumer = {
     .argtypes = {INT2OID},
     .plan = nullptr};
 
-// A consumer's expired markers go in ranges [from, to) of seconds, oldest first, each deleted by
-// one scan of the retention index (consumer, bucket). A range ends where the (limit + 1)-th
-// marker from its start lies: at a whole bucket, found from the index alone (when its pages are
-// all-visible, as old pages are); within the first bucket, when that bucket alone holds more
-// markers than the range may, at a second, found from the bucket's rows. Only a single second
-// holding more markers than a batch is deleted in parts, by key.
+// A consumer's expired markers go in ranges [from, to) of whole buckets, oldest first, each
+// deleted by one scan of the retention index (consumer, bucket); the last range ends at the
+// cutoff's second. A range ends where the (limit + 1)-th marker from its start lies, found from
+// the index alone (when its pages are all-visible, as old pages are). Each range starts where the
+// last one ended, so no scan walks the index entries of the markers the purge deleted, which stay
+// there dead until VACUUM. A bucket that alone holds more markers than a batch goes by key
+// (purge_bucket_keys.hpp).
 MarkerStatement end_bucket = {
     .sql =
         "SELECT time_bucket FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
@@ -86,14 +88,6 @@ MarkerStatement end_bucket = {
     .argtypes = {INT2OID, INT4OID, INT4OID, INT8OID},
     .plan = nullptr};
 #define SECOND "(time_bucket, time_offset)"
-MarkerStatement end_second = {
-    .sql =
-        "SELECT time_offset FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
-        "AND time_bucket OPERATOR(pg_catalog.=) $2 AND time_offset OPERATOR(pg_catalog.>=) $3 "
-        "AND " SECOND " OPERATOR(pg_catalog.<) ($4, $5) ORDER BY time_offset OFFSET $6 LIMIT 1",
-    .nargs = 6,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
 // The seconds [($2, $3), ($4, $5)), in the buckets $2 to $6 (the index scans exactly those).
 #define IN_RANGE                                                                        \
     "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.>=) $2 " \
@@ -112,17 +106,6 @@ MarkerStatement delete_details_in_range = {
     .nargs = 6,
     .argtypes = {INT2OID, INT4OID, CHAROID, INT4OID, CHAROID, INT4OID},
     .plan = nullptr};
-#define IN_SECOND                                                                          \
-    "consumer_id OPERATOR(pg_catalog.=) $1 AND time_bucket OPERATOR(pg_catalog.=) $2 AND " \
-    "time_offset OPERATOR(pg_catalog.=) $3"
-MarkerStatement delete_markers_of_second = {
-    .sql = "DELETE FROM inbox.markers WHERE " IN_SECOND
-           " AND message_key OPERATOR(pg_catalog.=) ANY (ARRAY("
-           "SELECT message_key FROM inbox.markers WHERE " IN_SECOND " LIMIT $4))",
-    .nargs = 4,
-    .argtypes = {INT2OID, INT4OID, CHAROID, INT8OID},
-    .plan = nullptr};
-#undef IN_SECOND
 #undef IN_RANGE
 #undef SECOND
 
@@ -163,8 +146,10 @@ struct ConsumerCursor {
     int16 consumer_id;
     TimestampTz cutoff;  // the consumer's
     // Compact layout: the consumer's markers before this second are gone (in this purge; a
-    // marker stamped earlier by a transaction that commits later waits for the next purge).
+    // marker stamped earlier by a transaction that commits later waits for the next purge),
+    // and those of the bucket being deleted by key, when one is.
     inbox::MarkerTime from;
+    BucketKeys bucket_keys;
     text* consumer_name;
 };
 
@@ -219,14 +204,33 @@ Datum second_datum(std::uint8_t offset) {
     return CharGetDatum(static_cast<char>(offset));
 }
 
+bool before(inbox::MarkerTime a, inbox::MarkerTime b) {
+    return inbox::expired(a, b);
+}
+
+// Deletes up to `limit` of the next keys of the bucket being deleted by key; once none is left,
+// the consumer's walk goes on after that bucket.
+Step delete_by_bucket_keys(ConsumerCursor* cursor, inbox::MarkerTime kept, int64 limit,
+                           int64* deleted) {
+    if (!delete_next_bucket_keys(&cursor->bucket_keys, limit, deleted)) return Step::more;
+    int32 bucket = cursor->bucket_keys.bucket;
+    close_bucket_keys(&cursor->bucket_keys);
+    cursor->from = bucket == kept.bucket ? kept : inbox::MarkerTime{bucket + 1, 0};
+    return Step::more;
+}
+
 // Deletes up to `limit` expired markers of the cursor's consumer, oldest first, with the details
 // kept beside them, and counts them in *deleted. A bucket that holds more markers than `limit` is
-// split only when the batch is empty (`batch_started` false), so that small rests of a batch
-// never cost a walk through a whole bucket.
+// deleted by key only when the batch is empty (`batch_started` false), so that a bucket that fits
+// in a whole batch goes in one range.
 Step delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool batch_started,
                             int64* deleted) {
-    inbox::MarkerTime from = cursor->from;
     inbox::MarkerTime kept = inbox::first_kept(cursor->cutoff);
+    *deleted = 0;
+    if (cursor->bucket_keys.context != nullptr)
+        return delete_by_bucket_keys(cursor, kept, limit, deleted);
+    inbox::MarkerTime from = cursor->from;
+    if (!before(from, kept)) return Step::consumer_done;
     inbox::MarkerTime to = kept;
     Step step = Step::more;
     Datum consumer = Int16GetDatum(cursor->consumer_id);
@@ -239,25 +243,14 @@ Step delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool batch_star
     } else if (DatumGetInt32(value) > from.bucket) {
         to = {DatumGetInt32(value), 0};
     } else {
+        // `from` starts a bucket (or is the cutoff's bucket), and this one holds more than the
+        // room left: its expired markers, up to the second before the cutoff in its last bucket.
         if (batch_started) return Step::batch_full;
-        Datum seconds[6] = {consumer,
-                            Int32GetDatum(from.bucket),
-                            second_datum(from.offset),
-                            Int32GetDatum(kept.bucket),
-                            second_datum(kept.offset),
-                            Int64GetDatum(limit)};
-        execute_as_store_owner(&end_second, seconds);
-        if (!first_row_value(1, &value)) {
-            step = Step::consumer_done;
-        } else if (static_cast<std::uint8_t>(DatumGetChar(value)) > from.offset) {
-            to = {from.bucket, static_cast<std::uint8_t>(DatumGetChar(value))};
-        } else {
-            Datum second[4] = {consumer, Int32GetDatum(from.bucket), second_datum(from.offset),
-                               Int64GetDatum(limit)};
-            execute_as_store_owner(&delete_markers_of_second, second);
-            *deleted = static_cast<int64>(SPI_processed);
-            return Step::more;
-        }
+        std::uint8_t last_offset =
+            from.bucket == kept.bucket ? static_cast<std::uint8_t>(kept.offset - 1) : 255;
+        open_bucket_keys(&cursor->bucket_keys, cursor->context, cursor->consumer_id, from.bucket,
+                         last_offset);
+        return delete_by_bucket_keys(cursor, kept, limit, deleted);
     }
     int32 last_bucket = to.offset == 0 ? to.bucket - 1 : to.bucket;
     Datum range[6] = {consumer,
@@ -344,6 +337,7 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
                              .consumer_id = 0,
                              .cutoff = 0,
                              .from = earliest_second,
+                             .bucket_keys = {},
                              .consumer_name = nullptr};
     PG_TRY();
     {
@@ -376,7 +370,10 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
         }
     }
     PG_FINALLY();
-    { MemoryContextDelete(cursor.context); }
+    {
+        close_bucket_keys(&cursor.bucket_keys);
+        MemoryContextDelete(cursor.context);
+    }
     PG_END_TRY();
     return progress;
 }
