@@ -31,25 +31,7 @@ sql postgres "CREATE DATABASE purge_1_2"
 sql purge_1_2 "CREATE EXTENSION inbox"
 sql postgres "CREATE DATABASE purge_1_0"
 sql purge_1_0 "CREATE EXTENSION inbox VERSION '1.0'"
-sql purge_1_0 "CREATE INDEX messages_processed_at ON inbox.messages (processed_at)"
-cluster_psql -d purge_1_0 <<'SQL'
-CREATE FUNCTION hand_purge_batch() RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-    deleted bigint;
-BEGIN
-    DELETE FROM inbox.messages WHERE ctid = ANY (ARRAY (
-        SELECT ctid FROM inbox.messages WHERE processed_at < now() - interval '30 days'
-        ORDER BY processed_at LIMIT 10000));
-    GET DIAGNOSTICS deleted = ROW_COUNT;
-    RETURN deleted;
-END $$;
-CREATE PROCEDURE hand_purge_committing() LANGUAGE plpgsql AS $$
-BEGIN
-    WHILE hand_purge_batch() > 0 LOOP
-        COMMIT;
-    END LOOP;
-END $$;
-SQL
+cluster_psql -d purge_1_0 <"$source_dir/test/bench/hand_purge_1_0.sql"
 
 # load SHAPE N: the markers' consumers and rate
 load_shape() {
