@@ -27,6 +27,7 @@ INBOX_SOURCES = \
 	src/stats_table.cpp \
 	src/pending_claims.cpp \
 	src/attempts_table.cpp \
+	src/attempts_functions.cpp \
 	src/max_attempts_warning.cpp \
 	src/citus_counters.cpp \
 	src/stats_functions.cpp \

@@ -23,11 +23,8 @@ extern "C" {
 #include <cstring>
 
 #include "attempts_table.hpp"
-#include "consumer_registry.hpp"
-#include "marker_table.hpp"
 #include "pg/palloc_elements.hpp"
 #include "pg/shared_memory.hpp"
-#include "pg/spi.hpp"
 #include "pg/state_file.hpp"
 #include "settings.hpp"
 
@@ -38,14 +35,6 @@ constexpr const char* segment_name = "inbox_attempts";
 constexpr uint32 attempts_file_magic = 0x494e4241;  // "INBA"
 // 2: the consumer by name and registry (1 knew its id only, and is not read back).
 constexpr uint32 attempts_file_version = 2;
-
-// What is known of a message's failures; saved at shutdown with its key.
-struct AttemptRecord {
-    int32 failures;
-    int sqlstate;  // of the last failure, 0 when unknown
-    TimestampTz last_failed_at;
-    char last_message[attempt_message_bytes];  // "" when unknown
-};
 
 struct AttemptEntry {
     AttemptKey key;  // first: the hash key
@@ -231,83 +220,18 @@ void attempts_forget(const AttemptKey& key) {
     LWLockRelease(shared->lock);
 }
 
-namespace {
-
-// The failures kept for the current database's registry, copied under the shared lock (as
-// pg_stat_statements reads its own), so that rows are made after it.
-AttemptEntry* current_entries(int* count) {
-    Oid registry = marker_store()->registry;
+KeptAttempt* attempts_kept(Oid database, Oid registry, int* count) {
     *count = 0;
+    if (table == nullptr) return nullptr;
+    // Copied under the shared lock, as pg_stat_statements reads its own: the caller makes its
+    // rows after it.
     LWLockAcquire(shared->lock, LW_SHARED);
-    auto* entries =
-        pg::palloc_elements<AttemptEntry>(static_cast<int>(hash_get_num_entries(table)));
+    auto* kept = pg::palloc_elements<KeptAttempt>(static_cast<int>(hash_get_num_entries(table)));
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, table);
     while (auto* entry = static_cast<AttemptEntry*>(hash_seq_search(&scan)))
-        if (entry->key.database == MyDatabaseId && entry->key.registry == registry)
-            entries[(*count)++] = *entry;
+        if (entry->key.database == database && entry->key.registry == registry)
+            kept[(*count)++] = KeptAttempt{.key = entry->key, .record = entry->record};
     LWLockRelease(shared->lock);
-    return entries;
-}
-
-// A row of the entry with its consumer as `consumer`: message_id and the record follow.
-void put_attempt_row(ReturnSetInfo* result, Datum consumer, const AttemptEntry& entry) {
-    const AttemptKey& key = entry.key;
-    const AttemptRecord& record = entry.record;
-    std::size_t id_length = inbox::decoded_message_id_length(key.message_key, key.length);
-    auto* message_id = static_cast<text*>(palloc(VARHDRSZ + id_length));
-    SET_VARSIZE(message_id, VARHDRSZ + id_length);
-    inbox::decode_message_id(key.message_key, key.length, VARDATA(message_id));
-    Datum values[6] = {consumer,
-                       PointerGetDatum(message_id),
-                       Int32GetDatum(record.failures),
-                       CStringGetTextDatum(unpack_sql_state(record.sqlstate)),
-                       CStringGetTextDatum(record.last_message),
-                       TimestampTzGetDatum(record.last_failed_at)};
-    bool nulls[6] = {false, false, false, record.sqlstate == 0, record.last_message[0] == '\0',
-                     false};
-    tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
-}
-
-text* consumer_of(const AttemptKey& key) {
-    return cstring_to_text_with_len(key.consumer, key.consumer_length);
-}
-
-}  // namespace
-
-extern "C" {
-
-// inbox.failed_attempts(): the failures kept for the current database, behind inbox.attempts,
-// each by its consumer's name (registered or not: the first claims of a consumer may all have
-// rolled back, its registration with them).
-PG_FUNCTION_INFO_V1(inbox_failed_attempts);
-PGDLLEXPORT Datum inbox_failed_attempts(PG_FUNCTION_ARGS) {
-    InitMaterializedSRF(fcinfo, 0);
-    if (!attempts_any()) return (Datum)0;
-    auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    int count = 0;
-    AttemptEntry* entries = current_entries(&count);
-    for (int i = 0; i < count; i++)
-        put_attempt_row(result, PointerGetDatum(consumer_of(entries[i].key)), entries[i]);
-    return (Datum)0;
-}
-
-// inbox.attempt_entries(), behind inbox.attempts of 1.1: each failure by its consumer's id;
-// those of a consumer not registered are not shown.
-PG_FUNCTION_INFO_V1(inbox_attempt_entries);
-PGDLLEXPORT Datum inbox_attempt_entries(PG_FUNCTION_ARGS) {
-    InitMaterializedSRF(fcinfo, 0);
-    if (!attempts_any()) return (Datum)0;
-    auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    int count = 0;
-    AttemptEntry* entries = current_entries(&count);
-    pg::spi_connect();
-    for (int i = 0; i < count; i++) {
-        Consumer consumer;
-        if (find_consumer(consumer_of(entries[i].key), false, &consumer))
-            put_attempt_row(result, Int16GetDatum(consumer.id), entries[i]);
-    }
-    SPI_finish();
-    return (Datum)0;
-}
+    return kept;
 }

@@ -36,6 +36,19 @@ AttemptKey make_attempt_key(Oid database, Oid registry, const char* consumer,
                             std::size_t consumer_length, const std::uint8_t* key,
                             std::size_t length);
 
+// What is known of a message's failures; saved at shutdown with its key.
+struct AttemptRecord {
+    int32 failures;
+    int sqlstate;  // of the last failure, 0 when unknown
+    TimestampTz last_failed_at;
+    char last_message[attempt_message_bytes];  // "" when unknown
+};
+
+struct KeptAttempt {
+    AttemptKey key;
+    AttemptRecord record;
+};
+
 // Asks for the table; from _PG_init, while shared_preload_libraries is processed.
 void request_attempts_memory();
 
@@ -53,6 +66,10 @@ void attempts_forget(const AttemptKey& key);
 
 // Whether any failure is kept at all (a lock-free check for the hot path).
 bool attempts_any();
+
+// A copy of the failures kept for a database's registry, palloc'd; nullptr (and *count 0)
+// without the preload.
+KeptAttempt* attempts_kept(Oid database, Oid registry, int* count);
 
 // Whether failed attempts are counted at all: the library was preloaded.
 bool attempts_counted();
