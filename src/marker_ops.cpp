@@ -124,7 +124,8 @@ bool remove_marker(const Consumer& consumer, StoredKey* key) {
 }
 
 int32 earlier_failures(const Consumer& consumer, const StoredKey& key) {
-    return attempts_failures(attempt_key(consumer, key));
+    // Without a failure kept anywhere, the key is not even made (the receive of every message).
+    return attempts_any() ? attempts_failures(attempt_key(consumer, key)) : 0;
 }
 
 bool poisoned(int32 failures, int32 max_attempts) {
