@@ -1,7 +1,7 @@
 # On a hot standby every writing function fails at once with 25006, whether its consumer is known
 # or new to the standby, naming the function and not an internal statement; nothing waits (a
-# claim of a new consumer once waited for a worker that cannot start during recovery), so no
-# number of attempts uses anything up.
+# claim of a new consumer once waited for a worker that cannot start during recovery, and each
+# cancelled one kept a worker slot), so no number of attempts uses anything up: ten rounds.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -58,9 +58,6 @@ for my $round (1 .. 10)
 is($failures, 0, 'every writing call fails at once with 25006 naming the function, ten rounds over');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM inbox.consumers'),
 	'1', 'the standby still reads the registry');
-is( $standby->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inbox%registrar%'"),
-	'0', 'and starts no worker for it');
 
 $standby->stop;
 $primary->stop;
