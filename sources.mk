@@ -38,7 +38,7 @@ INBOX_SOURCES = \
 	src/upsert_plan.cpp \
 	src/upsert.cpp \
 	src/purge.cpp \
-	src/purge_bucket_keys.cpp \
+	src/purge_bucket_rows.cpp \
 	src/purge_schedule.cpp \
 	src/purge_status.cpp \
 	src/purge_launcher.cpp \

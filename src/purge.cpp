@@ -4,9 +4,10 @@
 // A batch walks the consumers in key order and deletes each one's oldest expired markers until
 // batch_size rows went: whole buckets at a time, ranges of the retention index (consumer, bucket)
 // found and deleted without ctid (which a distributed table does not make unique), and a bucket
-// larger than a batch by key. Every batch takes the database's purge lock (a transaction-level
-// advisory lock), so two purges never delete side by side: CALL inbox.purge() waits for its turn,
-// a worker that finds the lock taken yields and leaves the work to the other.
+// larger than a batch by its rows (purge_bucket_rows.hpp). Every batch takes the database's purge
+// lock (a transaction-level advisory lock), so two purges never delete side by side: CALL
+// inbox.purge() waits for its turn, a worker that finds the lock taken yields and leaves the work
+// to the other.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -36,7 +37,7 @@ extern "C" {
 #include "marker_time.hpp"
 #include "pg/spi.hpp"
 #include "purge.hpp"
-#include "purge_bucket_keys.hpp"
+#include "purge_bucket_rows.hpp"
 #include "settings.hpp"
 
 namespace {
@@ -77,8 +78,8 @@ MarkerStatement next_registered_consumer = {
 // cutoff's second. A range ends where the (limit + 1)-th marker from its start lies, found from
 // the index alone (when its pages are all-visible, as old pages are). Each range starts where the
 // last one ended, so no scan walks the index entries of the markers the purge deleted, which stay
-// there dead until VACUUM. A bucket that alone holds more markers than a batch goes by key
-// (purge_bucket_keys.hpp).
+// there dead until VACUUM. A bucket that alone holds more markers than a batch goes by its rows
+// (purge_bucket_rows.hpp).
 MarkerStatement end_bucket = {
     .sql =
         "SELECT time_bucket FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
@@ -147,9 +148,10 @@ struct ConsumerCursor {
     TimestampTz cutoff;  // the consumer's
     // Compact layout: the consumer's markers before this second are gone (in this purge; a
     // marker stamped earlier by a transaction that commits later waits for the next purge),
-    // and those of the bucket being deleted by key, when one is.
+    // and those of the bucket being deleted by its rows, when one is.
     inbox::MarkerTime from;
-    BucketKeys bucket_keys;
+    BucketRows bucket_rows;
+    int64 bucket_read_limit;  // how many of such a bucket's rows are read at a time; 0: all
     text* consumer_name;
 };
 
@@ -208,27 +210,27 @@ bool before(inbox::MarkerTime a, inbox::MarkerTime b) {
     return inbox::expired(a, b);
 }
 
-// Deletes up to `limit` of the next keys of the bucket being deleted by key; once none is left,
-// the consumer's walk goes on after that bucket.
-Step delete_by_bucket_keys(ConsumerCursor* cursor, inbox::MarkerTime kept, int64 limit,
+// Deletes up to `limit` of the next rows of the bucket being deleted by its rows; once none is
+// left, the consumer's walk goes on after that bucket.
+Step delete_by_bucket_rows(ConsumerCursor* cursor, inbox::MarkerTime kept, int64 limit,
                            int64* deleted) {
-    if (!delete_next_bucket_keys(&cursor->bucket_keys, limit, deleted)) return Step::more;
-    int32 bucket = cursor->bucket_keys.bucket;
-    close_bucket_keys(&cursor->bucket_keys);
+    if (!delete_next_bucket_rows(&cursor->bucket_rows, limit, deleted)) return Step::more;
+    int32 bucket = cursor->bucket_rows.bucket;
+    close_bucket_rows(&cursor->bucket_rows);
     cursor->from = bucket == kept.bucket ? kept : inbox::MarkerTime{bucket + 1, 0};
     return Step::more;
 }
 
 // Deletes up to `limit` expired markers of the cursor's consumer, oldest first, with the details
 // kept beside them, and counts them in *deleted. A bucket that holds more markers than `limit` is
-// deleted by key only when the batch is empty (`batch_started` false), so that a bucket that fits
-// in a whole batch goes in one range.
+// deleted by its rows only when the batch is empty (`batch_started` false), so that a bucket that
+// fits in a whole batch goes in one range.
 Step delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool batch_started,
                             int64* deleted) {
     inbox::MarkerTime kept = inbox::first_kept(cursor->cutoff);
     *deleted = 0;
-    if (cursor->bucket_keys.context != nullptr)
-        return delete_by_bucket_keys(cursor, kept, limit, deleted);
+    if (cursor->bucket_rows.context != nullptr)
+        return delete_by_bucket_rows(cursor, kept, limit, deleted);
     inbox::MarkerTime from = cursor->from;
     if (!before(from, kept)) return Step::consumer_done;
     inbox::MarkerTime to = kept;
@@ -248,9 +250,9 @@ Step delete_expired_compact(ConsumerCursor* cursor, int64 limit, bool batch_star
         if (batch_started) return Step::batch_full;
         std::uint8_t last_offset =
             from.bucket == kept.bucket ? static_cast<std::uint8_t>(kept.offset - 1) : 255;
-        open_bucket_keys(&cursor->bucket_keys, cursor->context, cursor->consumer_id, from.bucket,
-                         last_offset);
-        return delete_by_bucket_keys(cursor, kept, limit, deleted);
+        open_bucket_rows(&cursor->bucket_rows, cursor->context, cursor->consumer_id, from.bucket,
+                         last_offset, cursor->bucket_read_limit);
+        return delete_by_bucket_rows(cursor, kept, limit, deleted);
     }
     int32 last_bucket = to.offset == 0 ? to.bucket - 1 : to.bucket;
     Datum range[6] = {consumer,
@@ -273,6 +275,17 @@ Step delete_expired_by_name(const ConsumerCursor* cursor, int64 limit, int64* de
     execute_as_store_owner(&delete_expired_1_0, values);
     *deleted = static_cast<int64>(SPI_processed);
     return *deleted == limit ? Step::more : Step::consumer_done;
+}
+
+// A purge that stops at a deadline (a worker's run) reads a burst's rows a few batches at a
+// time, so that each run reads only about what it deletes rather than all that is left of the
+// burst; the next read skips the index entries of the rows deleted meanwhile, which the first
+// scan past them after their commit marked dead. In one transaction (CALL inbox.purge()) those
+// entries stay live to every scan: one read of the whole bucket.
+constexpr int64 batches_per_bucket_read = 16;
+
+int64 bucket_read_limit(const PurgeRun* run) {
+    return run->deadline != 0 ? batches_per_bucket_read * run->batch_size : 0;
 }
 
 bool past(TimestampTz deadline) {
@@ -337,7 +350,8 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
                              .consumer_id = 0,
                              .cutoff = 0,
                              .from = earliest_second,
-                             .bucket_keys = {},
+                             .bucket_rows = {},
+                             .bucket_read_limit = bucket_read_limit(run),
                              .consumer_name = nullptr};
     PG_TRY();
     {
@@ -371,7 +385,7 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
     }
     PG_FINALLY();
     {
-        close_bucket_keys(&cursor.bucket_keys);
+        close_bucket_rows(&cursor.bucket_rows);
         MemoryContextDelete(cursor.context);
     }
     PG_END_TRY();
