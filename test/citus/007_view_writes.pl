@@ -1,6 +1,6 @@
-# The owner's writes through the view inbox.messages on a distributed store (docs/markers.md, "The
-# marker table"): a DELETE by processed_at or by consumer takes exactly the markers it names, with their
-# details, on every shard; an INSERT registers and stores as on one node.
+# The owner's writes through the view inbox.messages on a distributed store (docs/markers.md,
+# "The marker table"): a DELETE by processed_at or by consumer takes exactly the markers it
+# names, with their details, on every shard; an INSERT registers and stores as on one node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
