@@ -79,7 +79,7 @@ test: deps
 	$(MAKE) all
 	test/run.sh
 
-CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/pg/*.cpp src/pg/*.hpp test/unit/*.cpp examples/cpp/*.cpp)
+CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/*/*.cpp src/*/*.hpp test/unit/*.cpp examples/cpp/*.cpp)
 format:
 	clang-format -i $(CXX_FILES)
 format-check:

@@ -1,4 +1,4 @@
-#include "message_key.hpp"
+#include "store/message_key.hpp"
 
 #include <gtest/gtest.h>
 

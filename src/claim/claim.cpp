@@ -1,0 +1,235 @@
+// inbox.claim, inbox.apply and inbox.forget, with the validation of the keys every
+// marker-taking function shares. The hot path: C-style, inside PostgreSQL's error handling.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+}
+
+#include "claim/claim.hpp"
+#include "store/consumer_registry.hpp"
+#include "claim/handler.hpp"
+#include "store/marker_ops.hpp"
+#include "store/marker_table.hpp"
+#include "store/message_key.hpp"
+#include "claim/pending_claims.hpp"
+#include "pg/arguments.hpp"
+#include "pg/spi.hpp"
+#include "pg/writable.hpp"
+
+// ---- keys ----------------------------------------------------------------------------------
+
+namespace {
+
+// `key` as given for argument `what` ("consumer", "message_id"), or the contract's error for an
+// empty or over-long key.
+text* require_key_length(text* key, const char* what, std::size_t max_bytes) {
+    std::size_t length = VARSIZE_ANY_EXHDR(key);
+    switch (inbox::check_key_length(length, max_bytes)) {
+        case inbox::KeyProblem::empty:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("%s must not be empty", what)));
+            break;
+        case inbox::KeyProblem::too_long:
+            ereport(ERROR,
+                    (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+                     errmsg("%s is %zu bytes long, the limit is %zu", what, length, max_bytes),
+                     errhint("Use a shorter identifier, or a hash of it.")));
+            break;
+        case inbox::KeyProblem::none:
+            break;
+    }
+    return key;
+}
+
+text* require_key_part(FunctionCallInfo fcinfo, int argno, const char* what,
+                       std::size_t max_bytes) {
+    pg::require_argument(fcinfo, argno, what,
+                         "Every message needs a consumer name and a message id.");
+    return require_key_length(PG_GETARG_TEXT_PP(argno), what, max_bytes);
+}
+
+}  // namespace
+
+text* require_consumer_key(FunctionCallInfo fcinfo, int argno) {
+    return require_key_part(fcinfo, argno, "consumer", inbox::max_consumer_bytes);
+}
+
+text* require_message_id(FunctionCallInfo fcinfo, int argno) {
+    return require_key_part(fcinfo, argno, "message_id", inbox::max_message_id_bytes);
+}
+
+text* require_message_id_value(text* message_id) {
+    return require_key_length(message_id, "message_id", inbox::max_message_id_bytes);
+}
+
+// ---- markers -------------------------------------------------------------------------------
+
+namespace {
+
+struct MarkerKey {
+    text* consumer;
+    text* message_id;
+};
+
+// Both keys of a marker-taking function, arguments 0 and 1.
+MarkerKey require_marker_key(FunctionCallInfo fcinfo) {
+    return MarkerKey{.consumer = require_consumer_key(fcinfo, 0),
+                     .message_id = require_message_id(fcinfo, 1)};
+}
+
+// The same in a database still at 1.0, whose table holds the keys as text.
+MarkerStatement insert_marker_1_0 = {
+    .sql =
+        "INSERT INTO inbox.messages (consumer, message_id) VALUES ($1, $2) "
+        "ON CONFLICT (consumer, message_id) DO NOTHING",
+    .nargs = 2,
+    .argtypes = {TEXTOID, TEXTOID},
+    .plan = nullptr};
+
+MarkerStatement delete_marker_1_0 = {
+    .sql =
+        "DELETE FROM inbox.messages WHERE consumer OPERATOR(pg_catalog.=) $1 COLLATE "
+        "pg_catalog.\"C\" AND message_id OPERATOR(pg_catalog.=) $2 COLLATE pg_catalog.\"C\"",
+    .nargs = 2,
+    .argtypes = {TEXTOID, TEXTOID},
+    .plan = nullptr};
+
+bool change_marker_1_0(MarkerStatement* statement, const MarkerKey& key) {
+    Datum values[2] = {PointerGetDatum(key.consumer), PointerGetDatum(key.message_id)};
+    execute_as_store_owner(statement, values);
+    return SPI_processed > 0;
+}
+
+// The store to write. A database at 1.0 may be updated to 1.1 while this call waits for the
+// update's lock: the lock that the statement takes anyway is taken first, so that the update's
+// invalidations arrive before the layout is chosen, and the call goes on with the new store.
+MarkerLayout layout_for_change() {
+    const MarkerStore* store = marker_store();
+    if (store->layout != MarkerLayout::version_1_0) return store->layout;
+    LockRelationOid(store->markers, RowExclusiveLock);
+    return marker_store()->layout;
+}
+
+// The raised error for a message that failed max_attempts times.
+[[noreturn]] void report_poisoned(const MarkerKey& key, int32 failures) {
+    ereport(ERROR,
+            (errcode(MAKE_SQLSTATE('I', 'B', '0', '0', '1')),
+             errmsg_plural("message \"%s\" of consumer \"%s\" is poisoned: it failed %d time",
+                           "message \"%s\" of consumer \"%s\" is poisoned: it failed %d times",
+                           failures, text_to_cstring(key.message_id), text_to_cstring(key.consumer),
+                           failures),
+             errhint("Dead-letter it, or inbox.forget it to let it be tried again.")));
+}
+
+// A marker as the compact store keeps it, and its consumer: what its failed attempts are known
+// by.
+struct StoredMarker {
+    Consumer consumer;  // id 0 in a database still at 1.0, whose attempts are not counted
+    StoredKey key;
+};
+
+// Claims the marker in the caller's transaction, in an SPI connection of its own. True: first
+// delivery, do the work. False: a committed marker exists. Waits for a concurrent, uncommitted
+// copy. With `refuse_poisoned`, a message that failed max_attempts times raises IB001 instead.
+bool claim_marker(const MarkerKey& key, bool refuse_poisoned, StoredMarker* stored) {
+    pg::spi_connect();
+    bool inserted = false;
+    stored->consumer.id = 0;
+    if (layout_for_change() == MarkerLayout::version_1_0) {
+        inserted = change_marker_1_0(&insert_marker_1_0, key);
+    } else {
+        Consumer& consumer = stored->consumer;
+        find_consumer(key.consumer, true, &consumer);
+        store_message_id(key.message_id, &stored->key);
+        if (refuse_poisoned && consumer.max_attempts > 0) {
+            int32 failures = earlier_failures(consumer, stored->key);
+            if (poisoned(failures, consumer.max_attempts)) {
+                count_answer(key.consumer, Answer::poisoned);
+                report_poisoned(key, failures);
+            }
+        }
+        inserted = insert_marker(consumer, &stored->key);
+    }
+    SPI_finish();
+    return count_claim(key.consumer, inserted);
+}
+
+bool forget_marker(const MarkerKey& key) {
+    pg::spi_connect();
+    bool removed = false;
+    if (layout_for_change() == MarkerLayout::version_1_0) {
+        removed = change_marker_1_0(&delete_marker_1_0, key);
+    } else {
+        Consumer consumer;
+        if (find_consumer(key.consumer, false, &consumer)) {  // else no marker either
+            StoredKey stored;
+            store_message_id(key.message_id, &stored);
+            removed = remove_marker(consumer, &stored);
+        }
+    }
+    SPI_finish();
+    return removed;
+}
+
+// Runs the handler; an error it raises takes the marker with the transaction, and is what the
+// failed attempt of the message records.
+void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is_null,
+                                const StoredMarker& marker) {
+    if (marker.consumer.id == 0) {
+        run_handler(handler, payload, payload_is_null);
+        return;
+    }
+    MemoryContext caller_context = CurrentMemoryContext;
+    PG_TRY();
+    { run_handler(handler, payload, payload_is_null); }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(caller_context);
+        ErrorData* error = CopyErrorData();
+        note_failure_cause(attempt_key(marker.consumer, marker.key), error);
+        FreeErrorData(error);
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+}
+
+}  // namespace
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(inbox_claim);
+PGDLLEXPORT Datum inbox_claim(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.claim()");
+    StoredMarker stored;
+    PG_RETURN_BOOL(claim_marker(require_marker_key(fcinfo), false, &stored));
+}
+
+PG_FUNCTION_INFO_V1(inbox_apply);
+PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.apply()");
+    MarkerKey key = require_marker_key(fcinfo);
+    pg::require_argument(fcinfo, 2, "fn");
+    Handler* handler = handler_for_call_site(fcinfo, PG_GETARG_OID(2));
+    bool payload_is_null = PG_ARGISNULL(3);
+    Datum payload = payload_is_null ? (Datum)0 : PG_GETARG_DATUM(3);
+    require_runnable(handler, payload_is_null);
+
+    StoredMarker stored;
+    bool first_delivery = claim_marker(key, true, &stored);
+    if (first_delivery) run_handler_noting_failure(handler, payload, payload_is_null, stored);
+    PG_RETURN_BOOL(first_delivery);
+}
+
+// Deletes one marker, so that a deliberate redelivery is processed again; true when there was
+// one. Its failed attempts go with it.
+PG_FUNCTION_INFO_V1(inbox_forget);
+PGDLLEXPORT Datum inbox_forget(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.forget()");
+    PG_RETURN_BOOL(forget_marker(require_marker_key(fcinfo)));
+}
+}

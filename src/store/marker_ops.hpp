@@ -1,0 +1,79 @@
+// Operations on one marker of the compact store (inbox.markers, and inbox.marker_details for
+// the markers that keep a payload's fingerprint or a result), shared by every function that
+// claims. C-style: the hot path. Each runs in the caller's SPI connection, as the store's owner.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "stats/attempts_table.hpp"
+#include "store/consumer_registry.hpp"
+#include "store/message_key.hpp"
+
+// A message id in its stored form (message_key.hpp), as a bytea on the stack.
+struct StoredKey {
+    alignas(int32) char bytes[VARHDRSZ + inbox::max_stored_key_bytes];
+    bytea* datum() { return reinterpret_cast<bytea*>(bytes); }
+    const std::uint8_t* data() const {
+        return reinterpret_cast<const std::uint8_t*>(bytes + VARHDRSZ);
+    }
+    std::size_t length() const { return VARSIZE(bytes) - VARHDRSZ; }
+};
+
+void store_message_id(text* message_id, StoredKey* stored);
+
+// What the failed attempts of the consumer's message are known by (attempts_table.hpp).
+AttemptKey attempt_key(const Consumer& consumer, const StoredKey& key);
+
+// Inserts the marker, stamped with the transaction's start time; true when it was new. Waits
+// for an uncommitted copy. A new marker's attempt then follows the transaction
+// (pending_claims.hpp).
+bool insert_marker(const Consumer& consumer, StoredKey* key);
+
+// Deletes the marker, its details and its failed attempts; true when there was a marker.
+bool remove_marker(const Consumer& consumer, StoredKey* key);
+
+// How many earlier deliveries of the message failed, and whether that reaches the limit.
+int32 earlier_failures(const Consumer& consumer, const StoredKey& key);
+bool poisoned(int32 failures, int32 max_attempts);
+
+// What is kept with a marker that had a payload or a result: nothing (false), or its
+// fingerprint (0 when none was kept) and its result (NULL when none).
+struct MarkerDetails {
+    bool has_fingerprint;
+    int64 fingerprint;
+    Datum result;  // jsonb, palloc'd in the caller's context; 0 when none
+};
+bool read_details(int16 consumer, StoredKey* key, MarkerDetails* details);
+
+// Keeps the payload's fingerprint with a marker just inserted.
+void keep_fingerprint(int16 consumer, StoredKey* key, int64 fingerprint);
+
+// Keeps the result with the marker (which must exist); false when there is no marker.
+bool keep_result(int16 consumer, StoredKey* key, Datum result);
+
+// Deletes only the marker row: a batch takes back the marker of a message whose handler failed
+// (its failed attempt is counted by the caller).
+void withdraw_marker(int16 consumer, StoredKey* key);
+
+// Inserts the markers of `keys` (stored forms, already in their canonical order: the primary
+// key's, so that two overlapping batches lock in the same order and never deadlock) in one
+// statement; inserted[i] tells which were new. Their attempts then follow the transaction.
+void insert_markers(const Consumer& consumer, StoredKey* const* keys, int count, bool* inserted);
+
+// The canonical order of stored keys, the primary key's (bytea's: bytes, then the shorter
+// first). Inline: a batch sorts its keys with it.
+inline int compare_key_bytes(const void* a, std::size_t a_length, const void* b,
+                             std::size_t b_length) {
+    int order = memcmp(a, b, Min(a_length, b_length));
+    if (order != 0) return order;
+    return a_length < b_length ? -1 : a_length > b_length ? 1 : 0;
+}
+inline int compare_stored_keys(const StoredKey& a, const StoredKey& b) {
+    return compare_key_bytes(a.data(), a.length(), b.data(), b.length());
+}
