@@ -8,6 +8,7 @@ INBOX_SOURCES = \
 	src/pg/subtransaction.cpp \
 	src/settings.cpp \
 	src/store/message_key.cpp \
+	src/store/marker_arguments.cpp \
 	src/store/distribution.cpp \
 	src/store/marker_table.cpp \
 	src/store/marker_insert.cpp \
@@ -24,12 +25,14 @@ INBOX_SOURCES = \
 	src/stats/attempts_functions.cpp \
 	src/stats/max_attempts_warning.cpp \
 	src/claim/pending_claims.cpp \
+	src/claim/marker_attempts.cpp \
 	src/claim/handler.cpp \
 	src/claim/outcome.cpp \
 	src/claim/payload_fingerprint.cpp \
 	src/claim/claim.cpp \
 	src/claim/receive.cpp \
 	src/claim/claim_batch.cpp \
+	src/claim/configure_consumer.cpp \
 	src/purge/purge.cpp \
 	src/purge/purge_bucket_rows.cpp \
 	src/purge/purge_schedule.cpp \

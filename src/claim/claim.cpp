@@ -1,5 +1,5 @@
-// inbox.claim, inbox.apply and inbox.forget, with the validation of the keys every
-// marker-taking function shares. The hot path: C-style, inside PostgreSQL's error handling.
+// inbox.claim, inbox.apply and inbox.forget. The hot path: C-style, inside PostgreSQL's error
+// handling.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -10,62 +10,16 @@ extern "C" {
 #include "utils/memutils.h"
 }
 
-#include "claim/claim.hpp"
-#include "store/consumer_registry.hpp"
 #include "claim/handler.hpp"
-#include "store/marker_ops.hpp"
-#include "store/marker_table.hpp"
-#include "store/message_key.hpp"
+#include "claim/marker_attempts.hpp"
 #include "claim/pending_claims.hpp"
 #include "pg/arguments.hpp"
 #include "pg/spi.hpp"
 #include "pg/writable.hpp"
-
-// ---- keys ----------------------------------------------------------------------------------
-
-namespace {
-
-// `key` as given for argument `what` ("consumer", "message_id"), or the contract's error for an
-// empty or over-long key.
-text* require_key_length(text* key, const char* what, std::size_t max_bytes) {
-    std::size_t length = VARSIZE_ANY_EXHDR(key);
-    switch (inbox::check_key_length(length, max_bytes)) {
-        case inbox::KeyProblem::empty:
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("%s must not be empty", what)));
-            break;
-        case inbox::KeyProblem::too_long:
-            ereport(ERROR,
-                    (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-                     errmsg("%s is %zu bytes long, the limit is %zu", what, length, max_bytes),
-                     errhint("Use a shorter identifier, or a hash of it.")));
-            break;
-        case inbox::KeyProblem::none:
-            break;
-    }
-    return key;
-}
-
-text* require_key_part(FunctionCallInfo fcinfo, int argno, const char* what,
-                       std::size_t max_bytes) {
-    pg::require_argument(fcinfo, argno, what,
-                         "Every message needs a consumer name and a message id.");
-    return require_key_length(PG_GETARG_TEXT_PP(argno), what, max_bytes);
-}
-
-}  // namespace
-
-text* require_consumer_key(FunctionCallInfo fcinfo, int argno) {
-    return require_key_part(fcinfo, argno, "consumer", inbox::max_consumer_bytes);
-}
-
-text* require_message_id(FunctionCallInfo fcinfo, int argno) {
-    return require_key_part(fcinfo, argno, "message_id", inbox::max_message_id_bytes);
-}
-
-text* require_message_id_value(text* message_id) {
-    return require_key_length(message_id, "message_id", inbox::max_message_id_bytes);
-}
+#include "store/consumer_registry.hpp"
+#include "store/marker_arguments.hpp"
+#include "store/marker_ops.hpp"
+#include "store/marker_table.hpp"
 
 // ---- markers -------------------------------------------------------------------------------
 
@@ -153,7 +107,7 @@ bool claim_marker(const MarkerKey& key, bool refuse_poisoned, StoredMarker* stor
                 report_poisoned(key, failures);
             }
         }
-        inserted = insert_marker(consumer, &stored->key);
+        inserted = insert_claimed_marker(consumer, &stored->key);
     }
     SPI_finish();
     return count_claim(key.consumer, inserted);
@@ -169,7 +123,7 @@ bool forget_marker(const MarkerKey& key) {
         if (find_consumer(key.consumer, false, &consumer)) {  // else no marker either
             StoredKey stored;
             store_message_id(key.message_id, &stored);
-            removed = remove_marker(consumer, &stored);
+            removed = forget_claimed_marker(consumer, &stored);
         }
     }
     SPI_finish();

@@ -17,10 +17,8 @@ extern "C" {
 
 #include <algorithm>
 
-#include "claim/claim.hpp"
-#include "store/consumer_registry.hpp"
 #include "claim/handler.hpp"
-#include "store/marker_ops.hpp"
+#include "claim/marker_attempts.hpp"
 #include "claim/outcome.hpp"
 #include "claim/pending_claims.hpp"
 #include "pg/arguments.hpp"
@@ -28,6 +26,9 @@ extern "C" {
 #include "pg/spi.hpp"
 #include "pg/subtransaction.hpp"
 #include "pg/writable.hpp"
+#include "store/consumer_registry.hpp"
+#include "store/marker_arguments.hpp"
+#include "store/marker_ops.hpp"
 
 namespace {
 
@@ -74,7 +75,7 @@ void claim_batch_messages(const Consumer& consumer, Batch* batch) {
         claimed[distinct++] = message;
     }
     auto* inserted = pg::palloc_elements<bool>(distinct);
-    if (distinct > 0) insert_markers(consumer, keys, distinct, inserted);
+    if (distinct > 0) insert_claimed_markers(consumer, keys, distinct, inserted);
     for (int i = 0; i < distinct; i++) claimed[i]->inserted = inserted[i];
 }
 

@@ -13,9 +13,9 @@ extern "C" {
 #include <climits>
 #include <cstring>
 
-#include "stats/attempts_table.hpp"
 #include "claim/pending_claims.hpp"
 #include "settings.hpp"
+#include "stats/attempts_table.hpp"
 #include "stats/stats_table.hpp"
 
 namespace {

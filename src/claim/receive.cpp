@@ -14,10 +14,7 @@ extern "C" {
 #include "utils/jsonb.h"
 }
 
-#include "claim/claim.hpp"
-#include "store/consumer_registry.hpp"
-#include "store/marker_ops.hpp"
-#include "store/marker_table.hpp"
+#include "claim/marker_attempts.hpp"
 #include "claim/outcome.hpp"
 #include "claim/payload_fingerprint.hpp"
 #include "claim/pending_claims.hpp"
@@ -25,6 +22,10 @@ extern "C" {
 #include "pg/spi.hpp"
 #include "pg/subtransaction.hpp"
 #include "pg/writable.hpp"
+#include "store/consumer_registry.hpp"
+#include "store/marker_arguments.hpp"
+#include "store/marker_ops.hpp"
+#include "store/marker_table.hpp"
 
 namespace {
 
@@ -64,7 +65,7 @@ void insert_within_a_millisecond(void* argument) {
                             0, false);
     if (distributed) set_lock_timeout_on_workers("1");
     if (insert->consumer->id == 0) find_consumer(insert->consumer->name, true, insert->consumer);
-    insert->inserted = insert_marker(*insert->consumer, insert->key);
+    insert->inserted = insert_claimed_marker(*insert->consumer, insert->key);
     // The workers' connections serve the rest of the caller's transaction.
     if (distributed) set_lock_timeout_on_workers(session_timeout);
     AtEOXact_GUC(true, nest_level);
@@ -110,7 +111,7 @@ Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_p
     }
 
     bool in_progress = false;
-    bool inserted = wait ? insert_marker(consumer, &key)
+    bool inserted = wait ? insert_claimed_marker(consumer, &key)
                          : insert_marker_without_waiting(&consumer, &key, &in_progress);
     if (in_progress) {
         receipt.outcome = Outcome::in_progress;

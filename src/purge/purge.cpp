@@ -33,12 +33,12 @@ extern "C" {
 
 #include <cstring>
 
-#include "store/marker_table.hpp"
-#include "store/marker_time.hpp"
 #include "pg/spi.hpp"
 #include "purge/purge.hpp"
 #include "purge/purge_bucket_rows.hpp"
 #include "settings.hpp"
+#include "store/marker_table.hpp"
+#include "store/marker_time.hpp"
 
 namespace {
 

@@ -16,8 +16,8 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
-#include "store/marker_table.hpp"
 #include "purge/purge_bucket_rows.hpp"
+#include "store/marker_table.hpp"
 
 namespace {
 

@@ -27,8 +27,8 @@ extern "C" {
 
 #include "purge/purge_status.hpp"
 #include "purge/purge_worker.hpp"
-#include "settings.hpp"
 #include "purge/worker_session.hpp"
+#include "settings.hpp"
 
 namespace {
 

@@ -10,10 +10,10 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "pg/spi.hpp"
 #include "stats/attempts_table.hpp"
 #include "store/consumer_registry.hpp"
 #include "store/marker_table.hpp"
-#include "pg/spi.hpp"
 
 namespace {
 

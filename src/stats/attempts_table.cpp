@@ -22,11 +22,11 @@ extern "C" {
 
 #include <cstring>
 
-#include "stats/attempts_table.hpp"
 #include "pg/palloc_elements.hpp"
 #include "pg/shared_memory.hpp"
 #include "pg/state_file.hpp"
 #include "settings.hpp"
+#include "stats/attempts_table.hpp"
 
 namespace {
 

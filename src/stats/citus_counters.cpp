@@ -10,9 +10,9 @@ extern "C" {
 
 #include <cstring>
 
+#include "pg/spi.hpp"
 #include "stats/citus_counters.hpp"
 #include "store/marker_table.hpp"
-#include "pg/spi.hpp"
 
 namespace {
 

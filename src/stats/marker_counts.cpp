@@ -15,8 +15,8 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 
-#include "store/marker_table.hpp"
 #include "pg/spi.hpp"
+#include "store/marker_table.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@ extern "C" {
 #include "postgres.h"
 }
 
-#include "store/consumer_registry.hpp"
+#include "store/consumer.hpp"
 
 // Inserts `consumer` (a validated key) into the registry in the current transaction; true and
 // *registered when this transaction inserted it, false when another transaction has committed it

@@ -11,8 +11,6 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
-#include "utils/timestamp.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -20,15 +18,11 @@ extern "C" {
 
 #include <cstring>
 
-#include "claim/claim.hpp"
+#include "pg/spi.hpp"
 #include "store/consumer_registration.hpp"
 #include "store/consumer_registry.hpp"
 #include "store/marker_table.hpp"
-#include "stats/max_attempts_warning.hpp"
 #include "store/message_key.hpp"
-#include "pg/arguments.hpp"
-#include "pg/spi.hpp"
-#include "pg/writable.hpp"
 
 namespace {
 
@@ -160,6 +154,19 @@ void require_compact_store() {
 
 }  // namespace
 
+void configure_consumer(text* consumer, NullableDatum retention, NullableDatum max_attempts) {
+    require_compact_store();
+    pg::spi_connect();
+    Consumer configured;
+    find_consumer(consumer, true, &configured);
+    Datum values[3] = {Int16GetDatum(configured.id), retention.value, max_attempts.value};
+    char nulls[3] = {' ', retention.isnull ? 'n' : ' ', max_attempts.isnull ? 'n' : ' '};
+    execute_as_store_owner(&configure, values, nulls);
+    SPI_finish();
+    // Every backend re-reads what it caches of the registry.
+    CacheInvalidateRelcacheByRelid(marker_store()->registry);
+}
+
 extern "C" {
 
 // inbox.consumer_id(consumer): for the owner's writes through inbox.messages and the update from
@@ -172,38 +179,5 @@ PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
     find_consumer(PG_GETARG_TEXT_PP(0), true, &found);
     SPI_finish();
     PG_RETURN_INT16(found.id);
-}
-
-PG_FUNCTION_INFO_V1(inbox_configure_consumer);
-PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
-    pg::require_writable("inbox.configure_consumer()");
-    text* consumer = require_consumer_key(fcinfo, 0);
-    Datum values[3] = {0, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
-    char nulls[3] = {' ', PG_ARGISNULL(1) ? 'n' : ' ', PG_ARGISNULL(2) ? 'n' : ' '};
-    if (!PG_ARGISNULL(1)) {
-        Interval* retention = PG_GETARG_INTERVAL_P(1);
-        Interval one_second = {.time = USECS_PER_SEC, .day = 0, .month = 0};
-        if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(retention),
-                                              IntervalPGetDatum(&one_second))) < 0)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("retention must be at least 1 second"),
-                            errhint("NULL gives the consumer the default, inbox.retention.")));
-    }
-    if (!PG_ARGISNULL(2) && PG_GETARG_INT32(2) < 1)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("max_attempts must be at least 1"),
-                        errhint("NULL lets a message fail any number of times.")));
-    require_compact_store();
-
-    pg::spi_connect();
-    Consumer configured;
-    find_consumer(consumer, true, &configured);
-    values[0] = Int16GetDatum(configured.id);
-    execute_as_store_owner(&configure, values, nulls);
-    SPI_finish();
-    if (!PG_ARGISNULL(2)) warn_unless_attempts_counted(consumer);
-    // Every backend re-reads what it caches of the registry.
-    CacheInvalidateRelcacheByRelid(marker_store()->registry);
-    PG_RETURN_VOID();
 }
 }

@@ -8,14 +8,14 @@ extern "C" {
 #include "fmgr.h"
 }
 
-// What the markers and the attempts need of a registered consumer.
-struct Consumer {
-    int16 id;
-    int32 max_attempts;  // 0: no limit
-    text* name;          // as the caller gave it: what its failed attempts are known by
-};
+#include "store/consumer.hpp"
 
 // The consumer named `consumer` (a validated key) through the backend's cache, in the caller's
 // SPI connection. When it is not registered: registers it in the current transaction when
 // `register_new`, else returns false.
 bool find_consumer(text* consumer, bool register_new, Consumer* found);
+
+// Sets the consumer's own retention and max_attempts (NULL: the defaults), registering it when
+// it is new; every backend then reads the registry again. An error (55000) in a database whose
+// markers are still in the layout of 1.0.
+void configure_consumer(text* consumer, NullableDatum retention, NullableDatum max_attempts);

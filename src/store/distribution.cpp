@@ -9,8 +9,8 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
-#include "store/distribution.hpp"
 #include "pg/spi.hpp"
+#include "store/distribution.hpp"
 
 namespace {
 

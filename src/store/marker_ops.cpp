@@ -4,18 +4,15 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 }
 
-#include "stats/attempts_table.hpp"
+#include "pg/palloc_elements.hpp"
 #include "store/marker_insert.hpp"
 #include "store/marker_ops.hpp"
 #include "store/marker_table.hpp"
 #include "store/marker_time.hpp"
-#include "claim/pending_claims.hpp"
-#include "pg/palloc_elements.hpp"
 
 namespace {
 
@@ -95,11 +92,6 @@ void store_message_id(text* message_id, StoredKey* stored) {
     SET_VARSIZE(stored->datum(), VARHDRSZ + length);
 }
 
-AttemptKey attempt_key(const Consumer& consumer, const StoredKey& key) {
-    return make_attempt_key(MyDatabaseId, marker_store()->registry, VARDATA_ANY(consumer.name),
-                            VARSIZE_ANY_EXHDR(consumer.name), key.data(), key.length());
-}
-
 bool insert_marker(const Consumer& consumer, StoredKey* key) {
     inbox::MarkerTime time = transaction_time();
     Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer.id),
@@ -110,7 +102,6 @@ bool insert_marker(const Consumer& consumer, StoredKey* key) {
         execute_as_store_owner(&insert_statement, values);
         inserted = SPI_processed > 0;
     }
-    if (inserted) track_attempt(attempt_key(consumer, *key));
     return inserted;
 }
 
@@ -119,17 +110,7 @@ bool remove_marker(const Consumer& consumer, StoredKey* key) {
     execute_as_store_owner(&delete_statement, values);
     bool removed = SPI_processed > 0;
     execute_as_store_owner(&delete_details_statement, values);
-    attempts_forget(attempt_key(consumer, *key));
     return removed;
-}
-
-int32 earlier_failures(const Consumer& consumer, const StoredKey& key) {
-    // Without a failure kept anywhere, the key is not even made (the receive of every message).
-    return attempts_any() ? attempts_failures(attempt_key(consumer, key)) : 0;
-}
-
-bool poisoned(int32 failures, int32 max_attempts) {
-    return max_attempts > 0 && failures >= max_attempts;
 }
 
 bool read_details(int16 consumer, StoredKey* key, MarkerDetails* details) {
@@ -210,7 +191,6 @@ void insert_markers(const Consumer& consumer, StoredKey* const* keys, int count,
                                           VARDATA_ANY(returned), VARSIZE_ANY_EXHDR(returned));
             if (order == 0) {
                 inserted[middle] = true;
-                track_attempt(attempt_key(consumer, *keys[middle]));
                 break;
             }
             if (order < 0)

@@ -11,8 +11,7 @@ extern "C" {
 #include <cstdint>
 #include <cstring>
 
-#include "stats/attempts_table.hpp"
-#include "store/consumer_registry.hpp"
+#include "store/consumer.hpp"
 #include "store/message_key.hpp"
 
 // A message id in its stored form (message_key.hpp), as a bytea on the stack.
@@ -27,20 +26,12 @@ struct StoredKey {
 
 void store_message_id(text* message_id, StoredKey* stored);
 
-// What the failed attempts of the consumer's message are known by (attempts_table.hpp).
-AttemptKey attempt_key(const Consumer& consumer, const StoredKey& key);
-
 // Inserts the marker, stamped with the transaction's start time; true when it was new. Waits
-// for an uncommitted copy. A new marker's attempt then follows the transaction
-// (pending_claims.hpp).
+// for an uncommitted copy.
 bool insert_marker(const Consumer& consumer, StoredKey* key);
 
-// Deletes the marker, its details and its failed attempts; true when there was a marker.
+// Deletes the marker and its details; true when there was a marker.
 bool remove_marker(const Consumer& consumer, StoredKey* key);
-
-// How many earlier deliveries of the message failed, and whether that reaches the limit.
-int32 earlier_failures(const Consumer& consumer, const StoredKey& key);
-bool poisoned(int32 failures, int32 max_attempts);
 
 // What is kept with a marker that had a payload or a result: nothing (false), or its
 // fingerprint (0 when none was kept) and its result (NULL when none).
@@ -63,7 +54,7 @@ void withdraw_marker(int16 consumer, StoredKey* key);
 
 // Inserts the markers of `keys` (stored forms, already in their canonical order: the primary
 // key's, so that two overlapping batches lock in the same order and never deadlock) in one
-// statement; inserted[i] tells which were new. Their attempts then follow the transaction.
+// statement; inserted[i] tells which were new.
 void insert_markers(const Consumer& consumer, StoredKey* const* keys, int count, bool* inserted);
 
 // The canonical order of stored keys, the primary key's (bytea's: bytes, then the shorter

@@ -9,8 +9,8 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
-#include "store/marker_table.hpp"
 #include "pg/spi.hpp"
+#include "store/marker_table.hpp"
 
 namespace {
 

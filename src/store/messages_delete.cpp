@@ -19,8 +19,8 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "store/messages_delete.hpp"
 #include "pg/rewrite.hpp"
+#include "store/messages_delete.hpp"
 
 namespace {
 

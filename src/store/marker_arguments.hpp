@@ -1,5 +1,5 @@
-// The keys of a marker as callers give them (claim.cpp): validated against the contract's
-// limits, with its errors (22004 NULL, 22023 empty, 22001 too long).
+// A marker's identity as callers give it, consumer and message id: validated against the
+// contract's limits (message_key.hpp), with its errors (22004 NULL, 22023 empty, 22001 too long).
 #pragma once
 
 extern "C" {
