@@ -1,5 +1,5 @@
-// What every background process of the extension (the purge launcher and workers, the consumer
-// registrar of 1.1) sets up for itself.
+// What every background process of the extension (the purge launcher and its workers) sets up for
+// itself.
 #pragma once
 
 // SIGTERM ends the process at once; SIGHUP asks for a reload.

@@ -1,3 +1,5 @@
+// See consumer_registry.hpp: finding a consumer, configuring it, and inbox.consumer_id.
+//
 // The cache maps names to ids for the backend's life. An id never changes for a name (the
 // registry refuses renames and removals), so the cache is dropped only when the registry table
 // itself changes (relcache invalidation: TRUNCATE, DROP EXTENSION, a restore). Only committed

@@ -1,3 +1,5 @@
+// See marker_table.hpp: the store of the current database, found once per backend, and the
+// statements on it, run as its owner.
 extern "C" {
 #include "postgres.h"
 #include "catalog/namespace.h"

@@ -1,3 +1,4 @@
+// See message_key.hpp: the stored form of a message id, made and read back. Pure C++.
 #include "store/message_key.hpp"
 
 #include <cstring>

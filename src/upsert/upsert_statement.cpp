@@ -1,3 +1,4 @@
+// See upsert_statement.hpp: the SQL text of the natural-idempotency statements. Pure C++.
 #include "upsert/upsert_statement.hpp"
 
 namespace inbox {
