@@ -25,15 +25,15 @@ extern "C" {
 
 namespace {
 
-struct MarkerKey {
+struct MarkerIdentity {
     text* consumer;
     text* message_id;
 };
 
-// Both keys of a marker-taking function, arguments 0 and 1.
-MarkerKey require_marker_key(FunctionCallInfo fcinfo) {
-    return MarkerKey{.consumer = require_consumer_key(fcinfo, 0),
-                     .message_id = require_message_id(fcinfo, 1)};
+// The identity of the marker of a marker-taking function, arguments 0 and 1.
+MarkerIdentity require_marker_identity(FunctionCallInfo fcinfo) {
+    return MarkerIdentity{.consumer = require_consumer_name(fcinfo, 0),
+                          .message_id = require_message_id(fcinfo, 1)};
 }
 
 // The same in a database still at 1.0, whose table holds the keys as text.
@@ -53,8 +53,8 @@ MarkerStatement delete_marker_1_0 = {
     .argtypes = {TEXTOID, TEXTOID},
     .plan = nullptr};
 
-bool change_marker_1_0(MarkerStatement* statement, const MarkerKey& key) {
-    Datum values[2] = {PointerGetDatum(key.consumer), PointerGetDatum(key.message_id)};
+bool change_marker_1_0(MarkerStatement* statement, const MarkerIdentity& identity) {
+    Datum values[2] = {PointerGetDatum(identity.consumer), PointerGetDatum(identity.message_id)};
     execute_as_store_owner(statement, values);
     return SPI_processed > 0;
 }
@@ -70,13 +70,13 @@ MarkerLayout layout_for_change() {
 }
 
 // The raised error for a message that failed max_attempts times.
-[[noreturn]] void report_poisoned(const MarkerKey& key, int32 failures) {
+[[noreturn]] void report_poisoned(const MarkerIdentity& identity, int32 failures) {
     ereport(ERROR,
             (errcode(MAKE_SQLSTATE('I', 'B', '0', '0', '1')),
              errmsg_plural("message \"%s\" of consumer \"%s\" is poisoned: it failed %d time",
                            "message \"%s\" of consumer \"%s\" is poisoned: it failed %d times",
-                           failures, text_to_cstring(key.message_id), text_to_cstring(key.consumer),
-                           failures),
+                           failures, text_to_cstring(identity.message_id),
+                           text_to_cstring(identity.consumer), failures),
              errhint("Dead-letter it, or inbox.forget it to let it be tried again.")));
 }
 
@@ -84,45 +84,45 @@ MarkerLayout layout_for_change() {
 // by.
 struct StoredMarker {
     Consumer consumer;  // id 0 in a database still at 1.0, whose attempts are not counted
-    StoredKey key;
+    MessageKey key;
 };
 
 // Claims the marker in the caller's transaction, in an SPI connection of its own. True: first
 // delivery, do the work. False: a committed marker exists. Waits for a concurrent, uncommitted
 // copy. With `refuse_poisoned`, a message that failed max_attempts times raises IB001 instead.
-bool claim_marker(const MarkerKey& key, bool refuse_poisoned, StoredMarker* stored) {
+bool claim_marker(const MarkerIdentity& identity, bool refuse_poisoned, StoredMarker* stored) {
     pg::spi_connect();
     bool inserted = false;
     stored->consumer.id = 0;
     if (layout_for_change() == MarkerLayout::version_1_0) {
-        inserted = change_marker_1_0(&insert_marker_1_0, key);
+        inserted = change_marker_1_0(&insert_marker_1_0, identity);
     } else {
         Consumer& consumer = stored->consumer;
-        find_consumer(key.consumer, true, &consumer);
-        store_message_id(key.message_id, &stored->key);
+        find_consumer(identity.consumer, true, &consumer);
+        store_message_id(identity.message_id, &stored->key);
         if (refuse_poisoned && consumer.max_attempts > 0) {
             int32 failures = earlier_failures(consumer, stored->key);
             if (poisoned(failures, consumer.max_attempts)) {
-                count_answer(key.consumer, Answer::poisoned);
-                report_poisoned(key, failures);
+                count_answer(identity.consumer, Answer::poisoned);
+                report_poisoned(identity, failures);
             }
         }
         inserted = insert_claimed_marker(consumer, &stored->key);
     }
     SPI_finish();
-    return count_claim(key.consumer, inserted);
+    return count_claim(identity.consumer, inserted);
 }
 
-bool forget_marker(const MarkerKey& key) {
+bool forget_marker(const MarkerIdentity& identity) {
     pg::spi_connect();
     bool removed = false;
     if (layout_for_change() == MarkerLayout::version_1_0) {
-        removed = change_marker_1_0(&delete_marker_1_0, key);
+        removed = change_marker_1_0(&delete_marker_1_0, identity);
     } else {
         Consumer consumer;
-        if (find_consumer(key.consumer, false, &consumer)) {  // else no marker either
-            StoredKey stored;
-            store_message_id(key.message_id, &stored);
+        if (find_consumer(identity.consumer, false, &consumer)) {  // else no marker either
+            MessageKey stored;
+            store_message_id(identity.message_id, &stored);
             removed = forget_claimed_marker(consumer, &stored);
         }
     }
@@ -160,13 +160,13 @@ PG_FUNCTION_INFO_V1(inbox_claim);
 PGDLLEXPORT Datum inbox_claim(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.claim()");
     StoredMarker stored;
-    PG_RETURN_BOOL(claim_marker(require_marker_key(fcinfo), false, &stored));
+    PG_RETURN_BOOL(claim_marker(require_marker_identity(fcinfo), false, &stored));
 }
 
 PG_FUNCTION_INFO_V1(inbox_apply);
 PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.apply()");
-    MarkerKey key = require_marker_key(fcinfo);
+    MarkerIdentity identity = require_marker_identity(fcinfo);
     pg::require_argument(fcinfo, 2, "fn");
     Handler* handler = handler_for_call_site(fcinfo, PG_GETARG_OID(2));
     bool payload_is_null = PG_ARGISNULL(3);
@@ -174,7 +174,7 @@ PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
     require_runnable(handler, payload_is_null);
 
     StoredMarker stored;
-    bool first_delivery = claim_marker(key, true, &stored);
+    bool first_delivery = claim_marker(identity, true, &stored);
     if (first_delivery) run_handler_noting_failure(handler, payload, payload_is_null, stored);
     PG_RETURN_BOOL(first_delivery);
 }
@@ -184,6 +184,6 @@ PGDLLEXPORT Datum inbox_apply(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(inbox_forget);
 PGDLLEXPORT Datum inbox_forget(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.forget()");
-    PG_RETURN_BOOL(forget_marker(require_marker_key(fcinfo)));
+    PG_RETURN_BOOL(forget_marker(require_marker_identity(fcinfo)));
 }
 }

@@ -37,7 +37,7 @@ struct BatchMessage {
     text* id;
     Datum payload;
     bool payload_is_null;
-    StoredKey key;
+    MessageKey key;
     BatchMessage* first;  // the first message of the batch with this id (itself, most often)
     bool poisoned;
     bool inserted;
@@ -50,7 +50,7 @@ struct Batch {
 
 // Key order; among messages with one id, the earlier one first.
 bool precedes(const BatchMessage* left, const BatchMessage* right) {
-    int order = compare_stored_keys(left->key, right->key);
+    int order = compare_message_keys(left->key, right->key);
     return order != 0 ? order < 0 : left < right;
 }
 
@@ -60,12 +60,12 @@ void claim_batch_messages(const Consumer& consumer, Batch* batch) {
     for (int i = 0; i < batch->count; i++) sorted[i] = &batch->messages[i];
     std::sort(sorted, sorted + batch->count, precedes);  // pure C++: no PostgreSQL call inside
 
-    auto** keys = pg::palloc_elements<StoredKey*>(batch->count);
+    auto** keys = pg::palloc_elements<MessageKey*>(batch->count);
     auto** claimed = pg::palloc_elements<BatchMessage*>(batch->count);
     int distinct = 0;
     for (int i = 0; i < batch->count; i++) {
         BatchMessage* message = sorted[i];
-        if (i > 0 && compare_stored_keys(sorted[i - 1]->key, message->key) == 0) {
+        if (i > 0 && compare_message_keys(sorted[i - 1]->key, message->key) == 0) {
             message->first = sorted[i - 1]->first;
             continue;
         }
@@ -191,7 +191,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_claim_batch);
 PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.claim_batch()");
-    text* consumer_name = require_consumer_key(fcinfo, 0);
+    text* consumer_name = require_consumer_name(fcinfo, 0);
     Batch batch = read_ids(fcinfo);
     InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
@@ -222,7 +222,7 @@ PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(inbox_apply_batch);
 PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.apply_batch()");
-    text* consumer_name = require_consumer_key(fcinfo, 0);
+    text* consumer_name = require_consumer_name(fcinfo, 0);
     pg::require_argument(fcinfo, 1, "fn");
     Oid fn = PG_GETARG_OID(1);
     Handler* handler = handler_for_call_site(fcinfo, fn);

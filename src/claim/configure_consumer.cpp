@@ -17,7 +17,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_configure_consumer);
 PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.configure_consumer()");
-    text* consumer = require_consumer_key(fcinfo, 0);
+    text* consumer = require_consumer_name(fcinfo, 0);
     NullableDatum retention = {.value = PG_GETARG_DATUM(1), .isnull = PG_ARGISNULL(1)};
     NullableDatum max_attempts = {.value = PG_GETARG_DATUM(2), .isnull = PG_ARGISNULL(2)};
     if (!retention.isnull) {

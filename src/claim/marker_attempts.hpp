@@ -12,20 +12,20 @@ extern "C" {
 #include "store/marker_ops.hpp"
 
 // What the failed attempts of the consumer's message are known by.
-AttemptKey attempt_key(const Consumer& consumer, const StoredKey& key);
+AttemptKey attempt_key(const Consumer& consumer, const MessageKey& key);
 
 // How many earlier deliveries of the message failed, and whether that reaches the limit.
-int32 earlier_failures(const Consumer& consumer, const StoredKey& key);
+int32 earlier_failures(const Consumer& consumer, const MessageKey& key);
 bool poisoned(int32 failures, int32 max_attempts);
 
 // Inserts the marker (insert_marker); true when it was new, and its attempt then follows the
 // transaction.
-bool insert_claimed_marker(const Consumer& consumer, StoredKey* key);
+bool insert_claimed_marker(const Consumer& consumer, MessageKey* key);
 
 // Inserts the markers of a batch (insert_markers); the attempts of the new ones then follow the
 // transaction.
-void insert_claimed_markers(const Consumer& consumer, StoredKey* const* keys, int count,
+void insert_claimed_markers(const Consumer& consumer, MessageKey* const* keys, int count,
                             bool* inserted);
 
 // Deletes the marker, its details and its failed attempts; true when there was a marker.
-bool forget_claimed_marker(const Consumer& consumer, StoredKey* key);
+bool forget_claimed_marker(const Consumer& consumer, MessageKey* key);

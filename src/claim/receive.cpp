@@ -35,7 +35,7 @@ int64 fingerprint_of(Datum payload) {
 
 struct MarkerInsert {
     Consumer* consumer;  // id 0: not registered yet, which the insert does
-    StoredKey* key;
+    MessageKey* key;
     bool inserted;
 };
 
@@ -77,7 +77,7 @@ void insert_within_a_millisecond(void* argument) {
 // another open transaction may be making. The table's own lock is taken before, with the
 // session's timeout, so that only a copy's transaction can make the answer in_progress (not DDL
 // on the table).
-bool insert_marker_without_waiting(Consumer* consumer, StoredKey* key, bool* in_progress) {
+bool insert_marker_without_waiting(Consumer* consumer, MessageKey* key, bool* in_progress) {
     LockRelationOid(marker_store()->markers, RowExclusiveLock);
     MarkerInsert insert = {consumer, key, false};
     ErrorData* error = pg::run_in_subtransaction(insert_within_a_millisecond, &insert);
@@ -100,7 +100,7 @@ Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_p
     Consumer consumer;
     // Without waiting, a new consumer registers within the marker's insert (below).
     if (!find_consumer(consumer_name, wait, &consumer)) consumer = {0, 0, consumer_name};
-    StoredKey key;
+    MessageKey key;
     store_message_id(message_id, &key);
     receipt.attempts = earlier_failures(consumer, key);
     if (poisoned(receipt.attempts, consumer.max_attempts)) {
@@ -144,7 +144,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_receive);
 PGDLLEXPORT Datum inbox_receive(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.receive()");
-    text* consumer = require_consumer_key(fcinfo, 0);
+    text* consumer = require_consumer_name(fcinfo, 0);
     text* message_id = require_message_id(fcinfo, 1);
     pg::require_argument(fcinfo, 3, "wait",
                          "true waits for an open copy; false answers in_progress.");
@@ -160,12 +160,12 @@ PGDLLEXPORT Datum inbox_receive(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(inbox_complete);
 PGDLLEXPORT Datum inbox_complete(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.complete()");
-    text* consumer_name = require_consumer_key(fcinfo, 0);
+    text* consumer_name = require_consumer_name(fcinfo, 0);
     text* message_id = require_message_id(fcinfo, 1);
     pg::require_argument(fcinfo, 2, "result", "The result is what every later copy is answered.");
     pg::spi_connect();
     Consumer consumer;
-    StoredKey key;
+    MessageKey key;
     store_message_id(message_id, &key);
     bool kept = find_consumer(consumer_name, false, &consumer) &&
                 keep_result(consumer.id, &key, PG_GETARG_DATUM(2));

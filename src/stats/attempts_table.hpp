@@ -19,17 +19,18 @@ extern "C" {
 // The last error message kept per message, cut to fit (at a character boundary).
 constexpr int attempt_message_bytes = 160;
 
-// A message of one consumer, for ever: the consumer by its name, not by its id, which a
-// registration that rolls back leaves to the next one; and the consumer registry by its OID, which
-// a new one gets (DROP and CREATE EXTENSION, a restore), so that a consumer of the same name
-// there starts afresh. Zero-padded, so that the key hashes as bytes.
+// The table's hash key: a message of one consumer, for ever. The message by its message key
+// (message_key.hpp); the consumer by its name, not by its id, which a registration that rolls
+// back leaves to the next one; and the consumer registry by its OID, which a new one gets (DROP
+// and CREATE EXTENSION, a restore), so that a consumer of the same name there starts afresh.
+// Zero-padded, so that the key hashes as bytes.
 struct AttemptKey {
     Oid database;
     Oid registry;
     uint8 consumer_length;
     char consumer[inbox::max_consumer_bytes];
     uint8 length;
-    uint8 message_key[inbox::max_stored_key_bytes];
+    uint8 message_key[inbox::max_message_key_bytes];
 };
 
 AttemptKey make_attempt_key(Oid database, Oid registry, const char* consumer,

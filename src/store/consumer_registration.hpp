@@ -13,7 +13,7 @@ extern "C" {
 
 #include "store/consumer.hpp"
 
-// Inserts `consumer` (a validated key) into the registry in the current transaction; true and
+// Inserts `consumer` (a validated name) into the registry in the current transaction; true and
 // *registered when this transaction inserted it, false when another transaction has committed it
 // (the caller then reads it). An error on a standby (25006), when every id is taken (54000), or
 // on a Citus worker node, which the coordinator registers for (its id only: true).

@@ -10,7 +10,7 @@ extern "C" {
 
 #include "store/consumer.hpp"
 
-// The consumer named `consumer` (a validated key) through the backend's cache, in the caller's
+// The consumer named `consumer` (a validated name) through the backend's cache, in the caller's
 // SPI connection. When it is not registered: registers it in the current transaction when
 // `register_new`, else returns false.
 bool find_consumer(text* consumer, bool register_new, Consumer* found);

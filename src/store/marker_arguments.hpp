@@ -7,7 +7,7 @@ extern "C" {
 #include "fmgr.h"
 }
 
-text* require_consumer_key(FunctionCallInfo fcinfo, int argno);
+text* require_consumer_name(FunctionCallInfo fcinfo, int argno);
 text* require_message_id(FunctionCallInfo fcinfo, int argno);
 // A message id given inside another argument (an array, a JSON batch).
 text* require_message_id_value(text* message_id);

@@ -85,14 +85,14 @@ inbox::MarkerTime transaction_time() {
 
 }  // namespace
 
-void store_message_id(text* message_id, StoredKey* stored) {
+void store_message_id(text* message_id, MessageKey* key) {
     std::size_t length =
         inbox::encode_message_id(VARDATA_ANY(message_id), VARSIZE_ANY_EXHDR(message_id),
-                                 reinterpret_cast<std::uint8_t*>(VARDATA(stored->datum())));
-    SET_VARSIZE(stored->datum(), VARHDRSZ + length);
+                                 reinterpret_cast<std::uint8_t*>(VARDATA(key->datum())));
+    SET_VARSIZE(key->datum(), VARHDRSZ + length);
 }
 
-bool insert_marker(const Consumer& consumer, StoredKey* key) {
+bool insert_marker(const Consumer& consumer, MessageKey* key) {
     inbox::MarkerTime time = transaction_time();
     Datum values[4] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer.id),
                        CharGetDatum(static_cast<char>(time.offset)), PointerGetDatum(key->datum())};
@@ -105,7 +105,7 @@ bool insert_marker(const Consumer& consumer, StoredKey* key) {
     return inserted;
 }
 
-bool remove_marker(const Consumer& consumer, StoredKey* key) {
+bool remove_marker(const Consumer& consumer, MessageKey* key) {
     Datum values[2] = {Int16GetDatum(consumer.id), PointerGetDatum(key->datum())};
     execute_as_store_owner(&delete_statement, values);
     bool removed = SPI_processed > 0;
@@ -113,7 +113,7 @@ bool remove_marker(const Consumer& consumer, StoredKey* key) {
     return removed;
 }
 
-bool read_details(int16 consumer, StoredKey* key, MarkerDetails* details) {
+bool read_details(int16 consumer, MessageKey* key, MarkerDetails* details) {
     Datum values[2] = {Int16GetDatum(consumer), PointerGetDatum(key->datum())};
     execute_as_store_owner(&read_details_statement, values);
     *details = MarkerDetails{false, 0, 0};
@@ -129,7 +129,7 @@ bool read_details(int16 consumer, StoredKey* key, MarkerDetails* details) {
     return true;
 }
 
-void keep_fingerprint(int16 consumer, StoredKey* key, int64 fingerprint) {
+void keep_fingerprint(int16 consumer, MessageKey* key, int64 fingerprint) {
     inbox::MarkerTime time = transaction_time();
     Datum values[5] = {Int32GetDatum(time.bucket), Int16GetDatum(consumer),
                        CharGetDatum(static_cast<char>(time.offset)), PointerGetDatum(key->datum()),
@@ -137,7 +137,7 @@ void keep_fingerprint(int16 consumer, StoredKey* key, int64 fingerprint) {
     execute_as_store_owner(&keep_fingerprint_statement, values);
 }
 
-bool keep_result(int16 consumer, StoredKey* key, Datum result) {
+bool keep_result(int16 consumer, MessageKey* key, Datum result) {
     Datum values[3] = {Int16GetDatum(consumer), PointerGetDatum(key->datum()), result};
     execute_as_store_owner(&keep_result_statement, values);
     return SPI_processed > 0;
@@ -163,12 +163,12 @@ MarkerStatement insert_batch_statement = {
 
 }  // namespace
 
-void withdraw_marker(int16 consumer, StoredKey* key) {
+void withdraw_marker(int16 consumer, MessageKey* key) {
     Datum values[2] = {Int16GetDatum(consumer), PointerGetDatum(key->datum())};
     execute_as_store_owner(&delete_statement, values);
 }
 
-void insert_markers(const Consumer& consumer, StoredKey* const* keys, int count, bool* inserted) {
+void insert_markers(const Consumer& consumer, MessageKey* const* keys, int count, bool* inserted) {
     auto* elements = pg::palloc_elements<Datum>(count);
     for (int i = 0; i < count; i++) {
         elements[i] = PointerGetDatum(keys[i]->datum());
