@@ -22,7 +22,3 @@ CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNum
 // Runs the statement for the incoming json row, whose value for column attnum is
 // values[attnum - 1]; true when a row was inserted or updated.
 bool execute_statement(CachedStatement* statement, Datum row, const JsonbValue* values);
-
-// The statements of a table gone stale: freed once no call (further up this backend's stack)
-// runs them any more.
-void retire_statements(CachedStatement* statements);

@@ -13,7 +13,6 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
-#include "upsert/upsert_plan.hpp"
 #include "upsert/upsert_table.hpp"
 
 namespace {

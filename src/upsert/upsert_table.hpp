@@ -35,3 +35,8 @@ bool is_key_column(const TargetTable* table, AttrNumber attnum);
 
 // Where the cache and its statements live (a child of TopMemoryContext).
 MemoryContext target_table_memory();
+
+// The statements of a table gone stale: freed once no call (further up this backend's stack)
+// runs them any more. Defined with the statements (upsert_plan.cpp), which the cache drops
+// through it.
+void retire_statements(CachedStatement* statements);
