@@ -92,10 +92,10 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(CXX_FILES)
 
+# clang-tidy checks the compile of PGXS (`make compile-flags`); clang's front end only does not
+# know some of GCC's spellings in PostgreSQL's CXXFLAGS (-Wimplicit-fallthrough=3).
 lint:
 	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DPG_CONFIG=$(PG_CONFIG) >/dev/null
-	# The compile is PGXS's (`make compile-flags`); clang's front end only does not know some of
-	# GCC's spellings in PostgreSQL's CXXFLAGS (-Wimplicit-fallthrough=3).
 	clang-tidy -p build/lint --quiet --extra-arg=-Wno-unknown-warning-option $(INBOX_SOURCES) 2>&1 | \
 		{ ! grep -E 'error|warning:'; }
 
