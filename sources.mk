@@ -1,5 +1,6 @@
 # The one list of extension sources, read by both Makefile (PGXS) and CMakeLists.txt; by folder,
-# from the layer that depends on nothing of ours up (an include never goes up the list).
+# from the layer that depends on nothing of ours up (scripts/check-layers.py), and a file after
+# the files whose headers it includes.
 INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/pg/shared_memory.cpp \
@@ -18,8 +19,8 @@ INBOX_SOURCES = \
 	src/store/consumer_registry.cpp \
 	src/store/messages_delete.cpp \
 	src/stats/stats_table.cpp \
-	src/stats/stats_functions.cpp \
 	src/stats/citus_counters.cpp \
+	src/stats/stats_functions.cpp \
 	src/stats/marker_counts.cpp \
 	src/stats/attempts_table.cpp \
 	src/stats/attempts_functions.cpp \
@@ -33,13 +34,13 @@ INBOX_SOURCES = \
 	src/claim/receive.cpp \
 	src/claim/claim_batch.cpp \
 	src/claim/configure_consumer.cpp \
-	src/purge/purge.cpp \
 	src/purge/purge_bucket_rows.cpp \
+	src/purge/purge.cpp \
 	src/purge/purge_schedule.cpp \
 	src/purge/purge_status.cpp \
 	src/purge/worker_session.cpp \
-	src/purge/purge_launcher.cpp \
 	src/purge/purge_worker.cpp \
+	src/purge/purge_launcher.cpp \
 	src/upsert/upsert_statement.cpp \
 	src/upsert/upsert_table.cpp \
 	src/upsert/upsert_parameters.cpp \
