@@ -1,48 +1,53 @@
-# The one list of extension sources, read by both Makefile (PGXS) and CMakeLists.txt.
+# The one list of extension sources, read by both Makefile (PGXS) and CMakeLists.txt; by folder,
+# from the layer that depends on nothing of ours up (scripts/check-layers.py), and a file after
+# the files whose headers it includes.
 INBOX_SOURCES = \
-	src/module.cpp \
-	src/settings.cpp \
 	src/pg/guard.cpp \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
 	src/pg/state_file.cpp \
 	src/pg/subtransaction.cpp \
-	src/message_key.cpp \
-	src/distribution.cpp \
-	src/citus_drop.cpp \
-	src/marker_table.cpp \
-	src/consumer_registry.cpp \
-	src/worker_session.cpp \
-	src/consumer_registration.cpp \
-	src/marker_forms.cpp \
-	src/marker_insert.cpp \
-	src/marker_ops.cpp \
-	src/messages_delete.cpp \
-	src/handler.cpp \
-	src/claim.cpp \
-	src/outcome.cpp \
-	src/payload_fingerprint.cpp \
-	src/receive.cpp \
-	src/claim_batch.cpp \
-	src/stats_table.cpp \
-	src/pending_claims.cpp \
-	src/attempts_table.cpp \
-	src/attempts_functions.cpp \
-	src/max_attempts_warning.cpp \
-	src/citus_counters.cpp \
-	src/stats_functions.cpp \
-	src/marker_counts.cpp \
-	src/upsert_statement.cpp \
-	src/upsert_table.cpp \
-	src/upsert_parameters.cpp \
-	src/upsert_plan.cpp \
-	src/upsert.cpp \
-	src/purge.cpp \
-	src/purge_bucket_rows.cpp \
-	src/purge_schedule.cpp \
-	src/purge_status.cpp \
-	src/purge_launcher.cpp \
-	src/purge_worker.cpp \
-	src/drop_statement.cpp \
-	src/drop_guard.cpp \
-	src/drop_guard_hook.cpp
+	src/settings.cpp \
+	src/store/message_key.cpp \
+	src/store/marker_arguments.cpp \
+	src/store/distribution.cpp \
+	src/store/marker_table.cpp \
+	src/store/marker_insert.cpp \
+	src/store/marker_ops.cpp \
+	src/store/marker_forms.cpp \
+	src/store/consumer_registration.cpp \
+	src/store/consumer_registry.cpp \
+	src/store/messages_delete.cpp \
+	src/stats/stats_table.cpp \
+	src/stats/citus_counters.cpp \
+	src/stats/stats_functions.cpp \
+	src/stats/marker_counts.cpp \
+	src/stats/attempts_table.cpp \
+	src/stats/attempts_functions.cpp \
+	src/stats/max_attempts_warning.cpp \
+	src/claim/pending_claims.cpp \
+	src/claim/marker_attempts.cpp \
+	src/claim/handler.cpp \
+	src/claim/outcome.cpp \
+	src/claim/payload_fingerprint.cpp \
+	src/claim/claim.cpp \
+	src/claim/receive.cpp \
+	src/claim/claim_batch.cpp \
+	src/claim/configure_consumer.cpp \
+	src/purge/purge_bucket_rows.cpp \
+	src/purge/purge.cpp \
+	src/purge/purge_schedule.cpp \
+	src/purge/purge_status.cpp \
+	src/purge/worker_session.cpp \
+	src/purge/purge_worker.cpp \
+	src/purge/purge_launcher.cpp \
+	src/upsert/upsert_statement.cpp \
+	src/upsert/upsert_table.cpp \
+	src/upsert/upsert_parameters.cpp \
+	src/upsert/upsert_plan.cpp \
+	src/upsert/upsert.cpp \
+	src/drop/drop_statement.cpp \
+	src/drop/drop_guard.cpp \
+	src/drop/drop_guard_hook.cpp \
+	src/drop/citus_drop.cpp \
+	src/module.cpp

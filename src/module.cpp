@@ -10,14 +10,14 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
-#include "attempts_table.hpp"
-#include "drop_guard.hpp"
-#include "messages_delete.hpp"
+#include "drop/drop_guard.hpp"
 #include "pg/shared_memory.hpp"
-#include "purge_status.hpp"
-#include "purge_worker.hpp"
+#include "purge/purge_status.hpp"
+#include "purge/purge_worker.hpp"
 #include "settings.hpp"
-#include "stats_table.hpp"
+#include "stats/attempts_table.hpp"
+#include "stats/stats_table.hpp"
+#include "store/messages_delete.hpp"
 
 // Settings are defined before the prefix is reserved, or values from postgresql.conf are lost.
 // Shared memory and the purge launcher exist only when the library is preloaded; the drop guard's

@@ -1,3 +1,5 @@
+// The definitions of the settings (settings.hpp).
+//
 // Units and ranges are enforced by the GUC machinery (inbox.retention's by its own check), so
 // every out-of-range or malformed value is refused with SQLSTATE 22023 and a message naming the
 // limits.

@@ -52,7 +52,8 @@ socket_dir="$work/cluster"
 trap cluster_stop EXIT
 
 run_style() {
-    make -s -C "$source_dir" format-check && "$source_dir/scripts/check-meta.py"
+    make -s -C "$source_dir" format-check && "$source_dir/scripts/check-meta.py" &&
+        "$source_dir/scripts/check-layers.py"
 }
 
 run_lint() {

@@ -1,3 +1,4 @@
+// See guard.hpp: what run_cpp raises once the exception is gone.
 #include "pg/guard.hpp"
 
 #include <cstring>

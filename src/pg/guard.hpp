@@ -8,6 +8,12 @@
 //  - pg::run_cpp(f) runs C++ code from PostgreSQL's world (an SQL function, a C-style caller):
 //    any exception comes back as ereport(ERROR), raised once every C++ object of f is
 //    destroyed, with the original SQLSTATE when it was a pg::Error.
+//
+// A pg::Error must reach run_cpp, and is never caught and continued: guarded() has taken the
+// error off PostgreSQL's error stack, but the transaction (or subtransaction) it interrupted is
+// still to be aborted, with its locks, buffers and resource owners as the error left them. Code
+// that carried on after catching it would go on in a failed transaction with the error gone. A
+// handler may clean up its own C++ state and rethrow (`throw;`), nothing else.
 #pragma once
 
 extern "C" {
@@ -23,7 +29,8 @@ extern "C" {
 
 namespace pg {
 
-// A PostgreSQL error caught by guarded(), rethrown intact by run_cpp().
+// A PostgreSQL error caught by guarded(), rethrown intact by run_cpp(): never caught and
+// continued (above).
 class Error : public std::exception {
   public:
     explicit Error(ErrorData* data) : data_(data) {}

@@ -1,3 +1,4 @@
+// See shared_memory.hpp: the library's two hooks, and the segments they serve.
 #include "pg/shared_memory.hpp"
 
 extern "C" {

@@ -1,3 +1,4 @@
+// See spi.hpp: connecting to SPI, and running a kept plan with a snapshot taken now.
 #include "pg/spi.hpp"
 
 extern "C" {

@@ -1,3 +1,5 @@
+// See state_file.hpp: the file, checked against the cluster's shutdown state before it is
+// read.
 #include "pg/state_file.hpp"
 
 extern "C" {

@@ -1,3 +1,4 @@
+// See subtransaction.hpp: the subtransaction, its error caught and its resources released.
 #include "pg/subtransaction.hpp"
 
 extern "C" {

@@ -1,4 +1,4 @@
-#include "marker_time.hpp"
+#include "store/marker_time.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "message_key.hpp"
+#include "store/message_key.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,27 +6,27 @@
 #include <set>
 #include <string>
 
-using inbox::check_key_length;
-using inbox::KeyProblem;
+using inbox::check_identity_length;
+using inbox::LengthProblem;
 
 TEST(MessageKey, EmptyKeyIsRejected) {
-    EXPECT_EQ(check_key_length(0, inbox::max_consumer_bytes), KeyProblem::empty);
+    EXPECT_EQ(check_identity_length(0, inbox::max_consumer_bytes), LengthProblem::empty);
 }
 
 // The limits themselves (64 and 128 bytes) are checked where users meet them, in the regression
 // tests of claim and bad input.
 TEST(MessageKey, LimitIsInclusive) {
     for (std::size_t limit : {inbox::max_consumer_bytes, inbox::max_message_id_bytes}) {
-        EXPECT_EQ(check_key_length(1, limit), KeyProblem::none);
-        EXPECT_EQ(check_key_length(limit, limit), KeyProblem::none);
-        EXPECT_EQ(check_key_length(limit + 1, limit), KeyProblem::too_long);
+        EXPECT_EQ(check_identity_length(1, limit), LengthProblem::none);
+        EXPECT_EQ(check_identity_length(limit, limit), LengthProblem::none);
+        EXPECT_EQ(check_identity_length(limit + 1, limit), LengthProblem::too_long);
     }
 }
 
 namespace {
 
 std::string round_trip(const std::string& id, std::size_t* stored_length) {
-    std::uint8_t stored[inbox::max_stored_key_bytes];
+    std::uint8_t stored[inbox::max_message_key_bytes];
     *stored_length = inbox::encode_message_id(id.data(), id.size(), stored);
     std::string text(inbox::decoded_message_id_length(stored, *stored_length), '?');
     inbox::decode_message_id(stored, *stored_length, text.data());
@@ -70,7 +70,7 @@ TEST(MessageIdEncoding, DistinctIdsNeverShareAStoredForm) {
                          "\x0b\x6c\x1a\x2e\x7f\x3a\x4c\x9d\x8e\x21\x5a\x6b\x7c\x8d\x9e\x0f"};
     std::set<std::string> forms;
     for (const char* id : ids) {
-        std::uint8_t stored[inbox::max_stored_key_bytes];
+        std::uint8_t stored[inbox::max_message_key_bytes];
         std::size_t length = inbox::encode_message_id(id, std::strlen(id), stored);
         forms.insert(std::string(reinterpret_cast<char*>(stored), length));
     }

@@ -1,4 +1,4 @@
-#include "upsert_statement.hpp"
+#include "upsert/upsert_statement.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,66 @@
+// The event trigger inbox_guard_drop (drop_guard.hpp): DROP EXTENSION inbox (or DROP SCHEMA
+// inbox CASCADE) is refused while markers exist, unless the session says it means it
+// (inbox.allow_drop_with_markers), as TimescaleDB guards its hypertables. Fired at
+// ddl_command_start, before anything is dropped. It fires for DROP OWNED too, where it has
+// nothing to parse: calling it loads the library, so the hook of drop_guard_hook.cpp is in place
+// before the statement drops anything, in a session without shared_preload_libraries as well.
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "executor/spi.h"
+}
+
+#include "drop/drop_guard.hpp"
+#include "drop/drop_statement.hpp"
+#include "pg/spi.hpp"
+#include "settings.hpp"
+
+namespace {
+
+// How many consumers have markers now, 0 when there are none. A bounded count per consumer of
+// the registry (inbox.marker_counts()): cheap whatever the size of the inbox, and planned by
+// Citus on distributed markers too, where a correlated subquery over them is not.
+int64 consumers_with_markers() {
+    pg::spi_connect();
+    int rc = SPI_execute(
+        "SELECT pg_catalog.count(*) FROM inbox.marker_counts() m "
+        "WHERE m.retained OPERATOR(pg_catalog.>) 0",
+        true, 1);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "counting the consumers with markers failed");
+    bool isnull = true;
+    Datum count = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    SPI_finish();
+    return isnull ? 0 : DatumGetInt64(count);
+}
+
+}  // namespace
+
+void refuse_drop_with_markers(int64 consumers) {
+    ereport(ERROR,
+            (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+             consumers < 0 ? errmsg("dropping extension inbox would delete its markers")
+                           : errmsg_plural("dropping extension inbox would delete the markers of "
+                                           "%lld consumer",
+                                           "dropping extension inbox would delete the markers of "
+                                           "%lld consumers",
+                                           static_cast<unsigned long>(consumers),
+                                           static_cast<long long>(consumers)),
+             errdetail("The markers record which messages were processed: without them, every "
+                       "redelivery would be processed again."),
+             errhint("Keep them first if they matter (pg_dump includes them). To drop them, "
+                     "SET inbox.allow_drop_with_markers = on and drop again; after CREATE "
+                     "EXTENSION, inbox.grant_access gives roles their privileges back.")));
+    pg_unreachable();
+}
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(inbox_guard_drop);
+PGDLLEXPORT Datum inbox_guard_drop(PG_FUNCTION_ARGS) {
+    Node* statement = triggering_statement(fcinfo, "inbox.guard_drop()");
+    if (allow_drop_with_markers || !drops_inbox(statement)) PG_RETURN_VOID();
+    int64 consumers = consumers_with_markers();
+    if (consumers > 0) refuse_drop_with_markers(consumers);
+    PG_RETURN_VOID();
+}
+}

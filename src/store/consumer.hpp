@@ -1,0 +1,13 @@
+// A registered consumer, as the registry (consumer_registry.hpp) finds it and a registration
+// (consumer_registration.hpp) makes it: what its markers and its failed attempts need.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+struct Consumer {
+    int16 id;
+    int32 max_attempts;  // 0: no limit
+    text* name;          // as the caller gave it: what its failed attempts are known by
+};
