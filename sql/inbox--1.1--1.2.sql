@@ -165,10 +165,11 @@ END $$;
 
 -- ---- drop guard --------------------------------------------------------------------------------
 -- Every way of dropping the extension meets the guard. The library's object-access hook refuses
--- to delete the markers table with its markers, whatever the statement (src/drop_guard_hook.cpp);
--- the event trigger fires for DROP OWNED too, so that the library (and with it the hook) is loaded
--- before DROP OWNED drops anything, in a session without shared_preload_libraries as well. The
--- tags of an event trigger cannot be altered: it is created again.
+-- to delete the markers table with its markers, whatever the statement
+-- (src/drop/drop_guard_hook.cpp); the event trigger fires for DROP OWNED too, so that the library
+-- (and with it the hook) is loaded before DROP OWNED drops anything, in a session without
+-- shared_preload_libraries as well. The tags of an event trigger cannot be altered: it is created
+-- again.
 DROP EVENT TRIGGER inbox_guard_drop;
 CREATE EVENT TRIGGER inbox_guard_drop ON ddl_command_start
     WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA', 'DROP OWNED')

@@ -1,7 +1,7 @@
-// The drop guard (README, "Dropping and re-creating the extension"): dropping the extension
-// deletes every marker, the only record of which messages were processed, so it is refused while
-// markers exist unless the session sets inbox.allow_drop_with_markers. Two parts meet every way
-// of dropping it:
+// The drop guard (docs/security.md, "Dropping and re-creating the extension"): dropping the
+// extension deletes every marker, the only record of which messages were processed, so it is
+// refused while markers exist unless the session sets inbox.allow_drop_with_markers. Two parts meet
+// every way of dropping it:
 //  - the event trigger inbox_guard_drop (drop_guard.cpp), at ddl_command_start of DROP EXTENSION
 //    inbox and DROP SCHEMA inbox CASCADE: it counts the consumers with markers before anything
 //    is dropped, on Citus too, where the markers live in shards that the next event trigger

@@ -1,7 +1,8 @@
 // inbox.marker_counts(): per registered consumer, the markers retained and the oldest, read by the
-// inbox.stats view (README, "Monitoring"). One consumer at a time, each statement an index descent
-// or a bounded scan on a local table; and each one a statement Citus can plan on a distributed
-// table, where a view's correlated subqueries over the markers cannot be planned at all.
+// inbox.stats view (docs/operations.md, "Monitoring"). One consumer at a time, each statement an
+// index descent or a bounded scan on a local table; and each one a statement Citus can plan on a
+// distributed table, where a view's correlated subqueries over the markers cannot be planned at
+// all.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"

@@ -1,5 +1,5 @@
-// Where the marker store lives: on this node only, or distributed by Citus (README, "Distributing
-// with Citus"). Citus stays optional: its catalogs are read through SPI, and only in a database
+// Where the marker store lives: on this node only, or distributed by Citus (docs/citus.md).
+// Citus stays optional: its catalogs are read through SPI, and only in a database
 // where the extension citus is installed; the library is never linked with it.
 #pragma once
 

@@ -39,7 +39,7 @@ SELECT throws_ok($$SELECT inbox.claim(NULL, 'x')$$, '22004', 'consumer must not 
 SELECT lives_ok($$SELECT inbox.forget('pgtap', 'p-1')$$, 'forget');
 SELECT lives_ok($$SELECT inbox.configure_consumer('pgtap', '7 days', 3)$$, 'configure_consumer');
 
--- Outcomes beyond true/false (README, "Every outcome of a delivery").
+-- Outcomes beyond true/false (docs/outcomes.md).
 SELECT has_enum('inbox', 'outcome', 'the outcome of a delivery');
 SELECT enum_has_labels('inbox', 'outcome',
                        ARRAY['processed', 'duplicate', 'in_progress', 'payload_mismatch', 'poisoned', 'failed'],
