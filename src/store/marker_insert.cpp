@@ -150,6 +150,9 @@ bool insert_speculatively(ResultRelInfo* target, EState* estate, TupleTableSlot*
 bool insert_into(Relation table, Oid arbiter, const Datum values[marker_columns]) {
     EState* estate = CreateExecutorState();
     estate->es_output_cid = GetCurrentCommandId(true);
+    // The statement's snapshot, as the executor sets it: the conflict check of PostgreSQL 19 reads
+    // the conflicting row with it.
+    estate->es_snapshot = GetActiveSnapshot();
     ResultRelInfo* target = makeNode(ResultRelInfo);
     // No range table: nothing below reads it (it serves permissions, triggers and the messages
     // of CHECK constraints, none of which applies here).
