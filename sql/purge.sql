@@ -45,6 +45,20 @@ SET inbox.purge_log_level = debug1;
 SHOW inbox.purge_log_level;
 RESET ALL;
 
+-- Each value replaced, rolled back or reset frees the parsed form the check made of it, with
+-- PostgreSQL's own allocator from 16 on: hundreds of replacements leave the session working.
+SELECT count(set_config('inbox.retention', i || 'h', false)) FROM generate_series(1, 200) AS i;
+SHOW inbox.retention;
+BEGIN;
+SET LOCAL inbox.retention = '2d';
+SET inbox.retention = '3d';
+ROLLBACK;
+SHOW inbox.retention;
+RESET inbox.retention;
+SET inbox.retention = '4d';
+RESET inbox.retention;
+SHOW inbox.retention;
+
 -- Who may change them: an ordinary role can pick the batch size of its own purge, nothing else:
 -- 42501 for the retention, the interval and the worker switch, in SET and ALTER ROLE alike.
 CREATE ROLE regress_purge_user LOGIN;

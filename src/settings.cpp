@@ -10,9 +10,9 @@ extern "C" {
 }
 
 #include <cctype>
-#include <cstdlib>
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "settings.hpp"
 
 int purge_retention_s = 30 * 24 * 3600;
@@ -72,8 +72,8 @@ bool check_retention(char** newval, void** extra, GucSource source) {
         GUC_check_errhint("%s", retention_hint);
         return false;
     }
-    // The GUC machinery frees extra with free().
-    auto* parsed = static_cast<ParsedRetention*>(malloc(sizeof(ParsedRetention)));
+    // The GUC machinery frees extra itself, with the allocator's counterpart.
+    auto* parsed = static_cast<ParsedRetention*>(pg::guc_extra_alloc(sizeof(ParsedRetention)));
     if (parsed == nullptr) {
         GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
         return false;

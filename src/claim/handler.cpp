@@ -15,6 +15,7 @@ extern "C" {
 }
 
 #include "claim/handler.hpp"
+#include "pg/compat.hpp"
 
 // The handler as resolved for one call site (kept in fn_extra), so that a loop delivering
 // thousands of messages looks the function up once, as the executor does for a direct call.
@@ -36,7 +37,7 @@ namespace {
 uint64 functions_version = 0;
 bool function_callback_registered = false;
 
-void note_function_change(Datum, int, uint32) {
+void note_function_change(Datum, pg::SyscacheId, uint32) {
     functions_version++;
 }
 
@@ -77,7 +78,7 @@ void resolve_handler(Handler* handler, Oid fn, MemoryContext context) {
 
     // Calling through fmgr skips the executor's privilege check: the caller must be allowed to
     // execute fn, exactly as if it had called fn itself.
-    AclResult acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+    AclResult acl = pg::function_aclcheck(fn, GetUserId(), ACL_EXECUTE);
     if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
     InvokeFunctionExecuteHook(fn);
 

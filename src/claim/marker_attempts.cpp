@@ -6,6 +6,7 @@ extern "C" {
 
 #include "claim/marker_attempts.hpp"
 #include "claim/pending_claims.hpp"
+#include "pg/compat.hpp"
 #include "store/marker_table.hpp"
 
 AttemptKey attempt_key(const Consumer& consumer, const MessageKey& key) {

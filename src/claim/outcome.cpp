@@ -12,6 +12,7 @@ extern "C" {
 #include <cstring>
 
 #include "claim/outcome.hpp"
+#include "pg/compat.hpp"
 
 namespace {
 
@@ -29,7 +30,7 @@ struct KnownLabels {
 KnownLabels known_labels = {InvalidOid, {}};
 bool enum_callback_registered = false;
 
-void forget_labels(Datum, int, uint32) {
+void forget_labels(Datum, pg::SyscacheId, uint32) {
     known_labels.enum_type = InvalidOid;
 }
 

@@ -14,6 +14,7 @@ extern "C" {
 #include <cstring>
 
 #include "claim/pending_claims.hpp"
+#include "pg/compat.hpp"
 #include "settings.hpp"
 #include "stats/attempts_table.hpp"
 #include "stats/stats_table.hpp"

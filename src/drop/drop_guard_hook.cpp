@@ -26,6 +26,7 @@ extern "C" {
 #include <cstring>
 
 #include "drop/drop_guard.hpp"
+#include "pg/compat.hpp"
 #include "settings.hpp"
 
 namespace {
@@ -51,7 +52,7 @@ bool is_inbox_markers_table(Oid relation) {
 bool has_visible_row(Oid relation) {
     Relation table = table_open(relation, AccessShareLock);
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-    TableScanDesc scan = table_beginscan(table, snapshot, 0, nullptr);
+    TableScanDesc scan = pg::begin_table_scan(table, snapshot);
     TupleTableSlot* slot = table_slot_create(table, nullptr);
     bool found = table_scan_getnextslot(scan, ForwardScanDirection, slot);
     ExecDropSingleTupleTableSlot(slot);

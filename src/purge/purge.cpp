@@ -25,6 +25,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -33,6 +34,7 @@ extern "C" {
 
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "purge/purge.hpp"
 #include "purge/purge_bucket_rows.hpp"

@@ -16,6 +16,7 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
+#include "pg/compat.hpp"
 #include "purge/purge_bucket_rows.hpp"
 #include "store/marker_table.hpp"
 
@@ -196,6 +197,7 @@ void open_bucket_rows(BucketRows* open, MemoryContext parent, int16 consumer_id,
     MemoryContext caller_context = MemoryContextSwitchTo(open->context);
     TupleDesc row = CreateTemplateTupleDesc(1);
     TupleDescInitEntry(row, 1, "row", row_type(open), -1, 0);
+    pg::finalize_tuple_desc(row);
     open->slot = MakeSingleTupleTableSlot(row, &TTSOpsMinimalTuple);
     // Kept across the commits between batches, as a holdable cursor's rows are.
     open->rows = tuplestore_begin_heap(false, true, work_mem);

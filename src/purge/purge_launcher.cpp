@@ -19,6 +19,7 @@ extern "C" {
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/backend_status.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"

@@ -12,10 +12,12 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 }
 
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "pg/shared_memory.hpp"
 #include "purge/purge_status.hpp"
 
@@ -297,7 +299,7 @@ void emit_worker_rows(FunctionCallInfo fcinfo, int columns) {
 void check_worker_status_privilege() {
     List* name = list_make2(makeString(pstrdup("inbox")), makeString(pstrdup("worker_status")));
     Oid function = LookupFuncName(name, 0, nullptr, false);
-    if (pg_proc_aclcheck(function, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+    if (pg::function_aclcheck(function, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("permission denied to read the status of the purge workers"),
                         errdetail("Reading it takes EXECUTE on inbox.worker_status()."),

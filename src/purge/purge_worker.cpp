@@ -19,11 +19,13 @@ extern "C" {
 #include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
+#include "pg/compat.hpp"
 #include "purge/purge.hpp"
 #include "purge/purge_status.hpp"
 #include "purge/purge_worker.hpp"
@@ -60,11 +62,8 @@ void pin_session_settings() {
 // worker runs as), 0 when it follows the server-wide value, which the launcher itself reloads.
 // Told by where the value came from: a database's own value may equal the server-wide one.
 int database_interval_ms() {
-    struct config_generic** settings = get_guc_variables();
-    for (int i = 0; i < GetNumConfigOptions(); i++)
-        if (strcmp(settings[i]->name, "inbox.purge_interval") == 0)
-            return settings[i]->source >= PGC_S_GLOBAL ? purge_interval_ms : 0;
-    return 0;
+    const config_generic* setting = pg::find_setting("inbox.purge_interval");
+    return setting != nullptr && setting->source >= PGC_S_GLOBAL ? purge_interval_ms : 0;
 }
 
 void on_worker_exit(int, Datum) {

@@ -8,8 +8,10 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 }
 
+#include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "stats/attempts_table.hpp"
 #include "store/consumer_registry.hpp"

@@ -22,6 +22,7 @@ extern "C" {
 
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "pg/palloc_elements.hpp"
 #include "pg/shared_memory.hpp"
 #include "pg/state_file.hpp"
@@ -145,8 +146,8 @@ void attach_segment() {
     HASHCTL info;
     info.keysize = sizeof(AttemptKey);
     info.entrysize = sizeof(AttemptEntry);
-    table = ShmemInitHash("inbox attempts hash", attempts_max_messages, attempts_max_messages,
-                          &info, HASH_ELEM | HASH_BLOBS);
+    table = pg::shmem_init_hash("inbox attempts hash", attempts_max_messages, &info,
+                                HASH_ELEM | HASH_BLOBS);
 }
 
 constexpr pg::SharedSegment segment = {.name = segment_name,

@@ -14,6 +14,7 @@ extern "C" {
 
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "pg/shared_memory.hpp"
 #include "pg/state_file.hpp"
 #include "settings.hpp"
@@ -201,8 +202,8 @@ void attach_segment() {
     HASHCTL info;
     info.keysize = sizeof(StatsKey);
     info.entrysize = sizeof(StatsEntry);
-    table = ShmemInitHash("inbox stats hash", table_capacity(), table_capacity(), &info,
-                          HASH_ELEM | HASH_BLOBS);
+    table =
+        pg::shmem_init_hash("inbox stats hash", table_capacity(), &info, HASH_ELEM | HASH_BLOBS);
 }
 
 constexpr pg::SharedSegment segment = {.name = segment_name,

@@ -20,6 +20,7 @@ extern "C" {
 
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "store/consumer_registration.hpp"
 #include "store/consumer_registry.hpp"

@@ -5,6 +5,7 @@ extern "C" {
 }
 
 #include "pg/arguments.hpp"
+#include "pg/compat.hpp"
 #include "store/marker_arguments.hpp"
 #include "store/message_key.hpp"
 

@@ -6,6 +6,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "pg/compat.hpp"
 #include "store/marker_time.hpp"
 #include "store/message_key.hpp"
 

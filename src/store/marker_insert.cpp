@@ -19,6 +19,7 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include "pg/compat.hpp"
 #include "store/marker_insert.hpp"
 #include "store/marker_table.hpp"
 
@@ -65,7 +66,7 @@ bool columns_as_created(TupleDesc columns) {
 // unique or exclusion index; InvalidOid when another one could be an arbiter too, or when the
 // key is not what the statement expects (it then reports what is wrong).
 Oid sole_arbiter(Relation table) {
-    Oid primary_key = RelationGetPrimaryKeyIndex(table);
+    Oid primary_key = pg::primary_key_index(table);
     if (!OidIsValid(primary_key)) return InvalidOid;
     List* indexes = RelationGetIndexList(table);
     bool sole = true;
@@ -131,7 +132,7 @@ bool insert_speculatively(ResultRelInfo* target, EState* estate, TupleTableSlot*
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         ItemPointerData conflict;
-        if (!ExecCheckIndexConstraints(target, row, estate, &conflict, arbiters)) {
+        if (!pg::check_index_constraints(target, row, estate, &conflict, arbiters)) {
             refuse_invisible_conflict(table, estate, &conflict);
             return false;
         }
@@ -139,7 +140,7 @@ bool insert_speculatively(ResultRelInfo* target, EState* estate, TupleTableSlot*
         table_tuple_insert_speculative(table, row, estate->es_output_cid, 0, nullptr, token);
         bool conflicted = false;
         // No index is deferrable (sole_arbiter): nothing to recheck at commit.
-        list_free(ExecInsertIndexTuples(target, row, estate, false, true, &conflicted, arbiters));
+        pg::insert_speculative_index_tuples(target, row, estate, arbiters, &conflicted);
         table_tuple_complete_speculative(table, row, token, !conflicted);
         SpeculativeInsertionLockRelease(GetCurrentTransactionId());
         if (!conflicted) return true;
@@ -149,6 +150,9 @@ bool insert_speculatively(ResultRelInfo* target, EState* estate, TupleTableSlot*
 bool insert_into(Relation table, Oid arbiter, const Datum values[marker_columns]) {
     EState* estate = CreateExecutorState();
     estate->es_output_cid = GetCurrentCommandId(true);
+    // The statement's snapshot, as the executor sets it: the conflict check of PostgreSQL 19 reads
+    // the conflicting row with it.
+    estate->es_snapshot = GetActiveSnapshot();
     ResultRelInfo* target = makeNode(ResultRelInfo);
     // No range table: nothing below reads it (it serves permissions, triggers and the messages
     // of CHECK constraints, none of which applies here).

@@ -8,6 +8,7 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
+#include "pg/compat.hpp"
 #include "pg/palloc_elements.hpp"
 #include "store/marker_insert.hpp"
 #include "store/marker_ops.hpp"

@@ -11,6 +11,7 @@ extern "C" {
 #include <cstdint>
 #include <cstring>
 
+#include "pg/compat.hpp"
 #include "store/consumer.hpp"
 #include "store/message_key.hpp"
 

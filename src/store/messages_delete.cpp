@@ -19,7 +19,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/rewrite.hpp"
+#include "pg/compat.hpp"
 #include "store/messages_delete.hpp"
 
 namespace {
@@ -153,7 +153,8 @@ void rewrite_delete_of_messages(Query* query) {
     *query = *markers_delete;
 }
 
-void rewrite_messages_writes(ParseState* parse_state, Query* query, JumbleState* jumble_state) {
+void rewrite_messages_writes(ParseState* parse_state, Query* query,
+                             pg::PostParseJumbleState jumble_state) {
     if (previous_post_parse_analyze != nullptr)
         previous_post_parse_analyze(parse_state, query, jumble_state);
     Query* statement = query;

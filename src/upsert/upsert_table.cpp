@@ -13,6 +13,7 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include "pg/compat.hpp"
 #include "upsert/upsert_table.hpp"
 
 namespace {
@@ -43,7 +44,7 @@ void forget_relation(Datum, Oid relid) {
     if (table != nullptr) mark_stale(table);
 }
 
-void forget_type(Datum, int, uint32 hash_value) {
+void forget_type(Datum, pg::SyscacheId, uint32 hash_value) {
     invalidation_count++;
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, target_tables);
@@ -57,7 +58,7 @@ void forget_type(Datum, int, uint32 hash_value) {
 }
 
 // Schema and operator names appear in every statement: such changes are rare, drop everything.
-void forget_all(Datum, int, uint32) {
+void forget_all(Datum, pg::SyscacheId, uint32) {
     invalidation_count++;
     mark_all_stale();
 }
@@ -123,7 +124,7 @@ void load_table_facts(TargetTable* table) {
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("\"%s\" is not a table", RelationGetRelationName(rel))));
 
-    Oid primary_key = RelationGetPrimaryKeyIndex(rel);
+    Oid primary_key = pg::primary_key_index(rel);
     if (!OidIsValid(primary_key) && has_deferrable_primary_key(rel))
         ereport(
             ERROR,

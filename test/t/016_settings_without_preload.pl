@@ -1,10 +1,10 @@
 # The settings without shared_preload_libraries, as docs/operations.md says (its settings):
 # PostgreSQL 15 knows inbox.* only in a session that has loaded the library, so ALTER SYSTEM is
-# refused before LOAD 'inbox' and accepted after it; ALTER DATABASE ... SET works either way, but
-# a wrong value it gave is checked only when a session loads the library: ignored then, with a
-# warning, for the default (not the server-wide value). A consumer's max_attempts, which needs the
-# preload, is kept with a warning that says so. The drop guard works there too, whichever
-# statement drops the extension.
+# refused before LOAD 'inbox' (17 and later accept it there, unchecked) and accepted after it;
+# ALTER DATABASE ... SET works either way, but a wrong value it gave is checked only when a
+# session loads the library: ignored then, with a warning, for the default (not the server-wide
+# value). A consumer's max_attempts, which needs the preload, is kept with a warning that says
+# so. The drop guard works there too, whichever statement drops the extension.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -17,8 +17,15 @@ $node->safe_psql('postgres', 'CREATE EXTENSION inbox');
 
 my ($rc, $out, $err) =
   $node->psql('postgres', q{ALTER SYSTEM SET inbox.retention = '14d'});
-like($err, qr/unrecognized configuration parameter "inbox.retention"/,
-	'ALTER SYSTEM before the library is loaded: refused by PostgreSQL');
+if ($node->pg_version >= 17)
+{
+	is($rc, 0, 'ALTER SYSTEM before the library is loaded: accepted by PostgreSQL 17 and later');
+}
+else
+{
+	like($err, qr/unrecognized configuration parameter "inbox.retention"/,
+		'ALTER SYSTEM before the library is loaded: refused by PostgreSQL 15 and 16');
+}
 is( $node->safe_psql('postgres',
 		q{LOAD 'inbox'; ALTER SYSTEM SET inbox.retention = '14d'; SELECT pg_reload_conf()}),
 	't', 'after LOAD in the same session: accepted');

@@ -1,0 +1,159 @@
+// Every difference between the PostgreSQL majors this extension builds against (15 to 19), in
+// one place: each shim takes the newest form's arguments and maps them onto the older calls.
+// The rest of the sources call these and carry no version tests of their own.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"  // VARSIZE, VARDATA and SET_VARSIZE left postgres.h in 16
+#endif
+#include "access/tableam.h"
+#include "access/tupdesc.h"
+#include "catalog/pg_proc.h"
+#include "executor/executor.h"
+#include "parser/analyze.h"
+#include "rewrite/rewriteManip.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+#include "utils/inval.h"
+#include "utils/relcache.h"
+}
+
+#include <cstdlib>
+#include <cstring>
+
+namespace pg {
+
+// The privilege of role on function (pg_proc_aclcheck became object_aclcheck in 16).
+inline AclResult function_aclcheck(Oid function, Oid role, AclMode mode) {
+#if PG_VERSION_NUM >= 160000
+    return object_aclcheck(ProcedureRelationId, function, role, mode);
+#else
+    return pg_proc_aclcheck(function, role, mode);
+#endif
+}
+
+// Memory for a GUC check hook's extra, of the allocator the GUC machinery frees it with:
+// free() up to 15, guc_free() from 16 on (which crashes on memory malloc() gave). nullptr
+// when out of memory (reported at LOG; the hook then refuses the value).
+inline void* guc_extra_alloc(std::size_t size) {
+#if PG_VERSION_NUM >= 160000
+    return guc_malloc(LOG, size);
+#else
+    return malloc(size);
+#endif
+}
+
+// The setting called name, nullptr when there is none (find_option is exported from 16 on).
+inline config_generic* find_setting(const char* name) {
+#if PG_VERSION_NUM >= 160000
+    return find_option(name, false, true, ERROR);
+#else
+    config_generic** settings = get_guc_variables();
+    for (int i = 0; i < GetNumConfigOptions(); i++)
+        if (strcmp(settings[i]->name, name) == 0) return settings[i];
+    return nullptr;
+#endif
+}
+
+// The argument of a syscache invalidation callback that names the cache.
+#if PG_VERSION_NUM >= 190000
+using SyscacheId = SysCacheIdentifier;
+#else
+using SyscacheId = int;
+#endif
+
+// The relation's primary key index, InvalidOid when it has none or only a deferrable one
+// (18 made the deferrable case a choice).
+inline Oid primary_key_index(Relation relation) {
+#if PG_VERSION_NUM >= 180000
+    return RelationGetPrimaryKeyIndex(relation, false);
+#else
+    return RelationGetPrimaryKeyIndex(relation);
+#endif
+}
+
+// Whether row, about to be inserted, conflicts with no committed row in the arbiter indexes;
+// false with *conflict set to the conflicting row's TID otherwise (18 added the TID of a row
+// being updated, which an insert has not).
+inline bool check_index_constraints(ResultRelInfo* target, TupleTableSlot* row, EState* estate,
+                                    ItemPointer conflict, List* arbiters) {
+#if PG_VERSION_NUM >= 180000
+    ItemPointerData no_updated_row;
+    ItemPointerSetInvalid(&no_updated_row);
+    return ExecCheckIndexConstraints(target, row, estate, conflict, &no_updated_row, arbiters);
+#else
+    return ExecCheckIndexConstraints(target, row, estate, conflict, arbiters);
+#endif
+}
+
+// The index entries of a speculatively inserted row, for ON CONFLICT DO NOTHING on arbiters;
+// *conflicted tells whether a concurrent inserter of the same key made the insert withdraw.
+// The list of deferred recheck indexes is freed: none of ours is deferrable. (16 added
+// onlySummarizing; 19 turned the booleans into flags and reordered the arguments.)
+inline void insert_speculative_index_tuples(ResultRelInfo* target, TupleTableSlot* row,
+                                            EState* estate, List* arbiters, bool* conflicted) {
+#if PG_VERSION_NUM >= 190000
+    list_free(ExecInsertIndexTuples(target, estate, EIIT_NO_DUPE_ERROR, row, arbiters, conflicted));
+#elif PG_VERSION_NUM >= 160000
+    list_free(ExecInsertIndexTuples(target, row, estate, false, true, conflicted, arbiters, false));
+#else
+    list_free(ExecInsertIndexTuples(target, row, estate, false, true, conflicted, arbiters));
+#endif
+}
+
+// A hash table in shared memory of entries elements, all allocated at start-up (19 dropped the
+// separate initial size).
+inline HTAB* shmem_init_hash(const char* name, long entries, HASHCTL* info, int flags) {
+#if PG_VERSION_NUM >= 190000
+    return ShmemInitHash(name, entries, info, flags);
+#else
+    return ShmemInitHash(name, entries, entries, info, flags);
+#endif
+}
+
+// A sequential scan of the whole table under snapshot (19 added the scan options).
+inline TableScanDesc begin_table_scan(Relation table, Snapshot snapshot) {
+#if PG_VERSION_NUM >= 190000
+    return table_beginscan(table, snapshot, 0, nullptr, SO_NONE);
+#else
+    return table_beginscan(table, snapshot, 0, nullptr);
+#endif
+}
+
+// Completes a tuple descriptor built entry by entry (TupleDescInitEntry): 19 caches what tuple
+// deforming relies on and must be told when the entries are final; earlier majors need nothing.
+inline void finalize_tuple_desc(TupleDesc desc) {
+#if PG_VERSION_NUM >= 190000
+    TupleDescFinalize(desc);
+#else
+    (void)desc;
+#endif
+}
+
+// The query jumble a post_parse_analyze_hook receives (read-only from 19 on).
+#if PG_VERSION_NUM >= 190000
+using PostParseJumbleState = const JumbleState*;
+#else
+using PostParseJumbleState = JumbleState*;
+#endif
+
+// The Vars of range table entry target_varno (at any subquery level below the top) replaced by
+// the expressions of targetlist; result_relation is the query's result relation after the
+// replacement (18 needs it for RETURNING OLD/NEW).
+inline Node* replace_vars(Node* node, int target_varno, RangeTblEntry* target_rte, List* targetlist,
+                          int result_relation, bool* outer_has_sublinks) {
+#if PG_VERSION_NUM >= 180000
+    return ReplaceVarsFromTargetList(node, target_varno, 0, target_rte, targetlist, result_relation,
+                                     REPLACEVARS_REPORT_ERROR, 0, outer_has_sublinks);
+#else
+    (void)result_relation;
+    return ReplaceVarsFromTargetList(node, target_varno, 0, target_rte, targetlist,
+                                     REPLACEVARS_REPORT_ERROR, 0, outer_has_sublinks);
+#endif
+}
+
+}  // namespace pg
