@@ -5,8 +5,9 @@
 
 -- ---- consumer registration ------------------------------------------------------------------
 -- A consumer registers in the transaction of its first claim and takes the first free id above
--- the highest registered one, reserved without waiting (README, "Consumers"). No sequence: its
--- values were burnt by every rolled-back first claim, and a logical replica does not follow it.
+-- the highest registered one, reserved without waiting (docs/markers.md, "Consumers"). No
+-- sequence: its values were burnt by every rolled-back first claim, and a logical replica does
+-- not follow it.
 ALTER TABLE inbox.consumer_registry ALTER COLUMN id DROP DEFAULT;
 ALTER EXTENSION inbox DROP SEQUENCE inbox.consumer_registry_id_seq;
 DROP SEQUENCE inbox.consumer_registry_id_seq;
@@ -83,8 +84,8 @@ JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) m.consumer_id;
 
 -- grant_access: 'consume' includes inbox.message_key(text), the stored form of a message id: a
 -- handler (or a function delegated to the marker's worker) computes with it the key of a table
--- co-located with the markers (README, "Co-location with business tables"), on every node like
--- the rest; 'monitor' includes inbox.failed_attempts(), which inbox.attempts now calls.
+-- co-located with the markers (docs/citus.md, "Co-location with business tables"), on every
+-- node like the rest; 'monitor' includes inbox.failed_attempts(), which inbox.attempts now calls.
 CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

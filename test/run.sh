@@ -114,9 +114,10 @@ run_examples() {
     PGHOST=$socket_dir PGUSER=postgres "$source_dir/test/examples/run.sh" "$work/examples"
 }
 
-# Every ```sql block of README.md and docs/*.md runs as pasted (test/docs/check.py).
+# Every ```sql block of README.md, CONTRIBUTING.md and docs/*.md runs as pasted, and every
+# relative link reaches its file and heading (test/docs/check.py).
 run_docs() {
-    local documents=("$source_dir/README.md")
+    local documents=("$source_dir/README.md" "$source_dir/CONTRIBUTING.md")
     [ -d "$source_dir/docs" ] && documents+=("$source_dir"/docs/*.md)
     (cd "$source_dir" && PGHOST=$socket_dir PGUSER=postgres /usr/bin/python3 test/docs/check.py \
         "${documents[@]#"$source_dir/"}")

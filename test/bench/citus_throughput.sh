@@ -3,7 +3,7 @@
 # and two workers) on the same machine: called on the coordinator, and delegated to the marker's
 # worker with create_distributed_function. Every message records a payment keyed by the stored
 # form of its id, co-located with its marker. Needs Citus installed into the system's
-# PostgreSQL (see README, "Distributing with Citus").
+# PostgreSQL (see docs/citus.md).
 #
 # The three are measured in alternating runs of `seconds` each, the order rotating every round,
 # so that drift in the machine's load hits them alike; the ratios of each round and their

@@ -32,7 +32,7 @@ TODO:
 is($coordinator->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'inbox'}),
 	'1.0', 'the failed update left 1.0 as it was');
 
-# The way round it (README, "Distributing with Citus"): keep the markers aside, drop 1.0 and the
+# The way round it (docs/citus.md): keep the markers aside, drop 1.0 and the
 # shards its DROP EXTENSION leaves, create 1.1 and put the markers back.
 $coordinator->safe_psql('postgres', q{
     CREATE TABLE saved_markers AS SELECT * FROM inbox.messages;

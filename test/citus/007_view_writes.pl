@@ -1,6 +1,6 @@
-# The owner's writes through the view inbox.messages on a distributed store (README, "The marker
-# table"): a DELETE by processed_at or by consumer takes exactly the markers it names, with their
-# details, on every shard; an INSERT registers and stores as on one node.
+# The owner's writes through the view inbox.messages on a distributed store (docs/markers.md,
+# "The marker table"): a DELETE by processed_at or by consumer takes exactly the markers it
+# names, with their details, on every shard; an INSERT registers and stores as on one node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -34,7 +34,7 @@ is( psql_error($coordinator,
 is($coordinator->safe_psql('postgres', $counts), '0 40 40',
 	'exactly the old markers are gone, with their details');
 
-# The README's examples, as the owner runs them.
+# The examples of docs/markers.md, as the owner runs them.
 is( psql_error($coordinator, q{
     INSERT INTO inbox.messages (consumer, message_id, processed_at)
     VALUES ('imports', 'imported-0001', now() - interval '3 days')}),

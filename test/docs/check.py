@@ -1,7 +1,12 @@
 #!/usr/bin/python3
-"""Runs every ```sql block of the given Markdown documents as pasted into psql.
+"""Runs every ```sql block of the given Markdown documents as pasted into psql, after checking
+that each link of a document reaches its target.
 
     check.py DOCUMENT...        (PGHOST, PGPORT, PGUSER: a cluster with the extension available)
+
+A link to a file must name one that exists, and a link to #anchor (in the document or in another
+Markdown file) a heading there, as GitHub makes anchors of headings; a broken link is reported as
+FILE:LINE and the document's blocks are not run.
 
 Each document gets a fresh database, and its blocks run in order, each in its own psql session,
 so a block may use what an earlier one created. A block fenced as ```sql template is shown, not
@@ -19,6 +24,8 @@ import tempfile
 
 BLOCK_TIMEOUT_SECONDS = 60
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*(.*)$")
+LINK = re.compile(r"\]\(([^()\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
 
 def blocks(path):
@@ -44,6 +51,44 @@ def blocks(path):
         yield start, info, "\n".join(body) + "\n"
 
 
+def prose(path):
+    """Yields (line number, line) for each line outside fenced blocks."""
+    fenced = set()
+    for start, _, text in blocks(path):
+        fenced.update(range(start, start + text.count("\n") + 2))
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f.read().split("\n"), 1):
+            if number not in fenced:
+                yield number, line
+
+
+def anchors(path):
+    """The anchors of a document's headings, as GitHub makes them: lower case, punctuation but
+    hyphens and underscores dropped, spaces as hyphens, a repeated one suffixed -1, -2, ..."""
+    made, seen = set(), {}
+    for _, line in prose(path):
+        match = HEADING.match(line)
+        if match:
+            anchor = re.sub(r"[^\w\- ]", "", match.group(1).lower()).replace(" ", "-")
+            made.add(anchor if anchor not in seen else f"{anchor}-{seen[anchor]}")
+            seen[anchor] = seen.get(anchor, 0) + 1
+    return made
+
+
+def broken_links(path):
+    """Yields FILE:LINE: TARGET for each relative link whose file or heading does not exist."""
+    for number, line in prose(path):
+        for target in LINK.findall(line):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            linked = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+            if not os.path.exists(linked):
+                yield f"{path}:{number}: link to a missing file: {target}"
+            elif anchor and linked.endswith(".md") and anchor not in anchors(linked):
+                yield f"{path}:{number}: link to a missing heading: {target}"
+
+
 def psql(database, *args, **kwargs):
     return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database,
                            *args], capture_output=True, text=True, **kwargs)
@@ -57,6 +102,10 @@ def admin(database, sql):
 
 
 def check_document(path, number):
+    broken = list(broken_links(path))
+    if broken:
+        print("\n".join(broken))
+        return False
     database = f"inbox_docs_{number}"
     roles_before = set(admin("postgres", "SELECT rolname FROM pg_roles"))
     admin("postgres", f"CREATE DATABASE {database}")

@@ -161,7 +161,7 @@ is($node->safe_psql('postgres', q{SELECT string_agg(DISTINCT expected, ',') FROM
 # The natural-idempotency functions with any relation OID: every kind of relation of the
 # catalog (tables, partitioned tables, views, indexes, sequences, TOAST tables, catalogs),
 # dropped tables, 0 and out-of-range OIDs, with rows that fit some tables and not others. Each
-# call either writes (or finds its row) or fails with an error the README lists (0A000 for a
+# call either writes (or finds its row) or fails with an error docs/outcomes.md lists (0A000 for a
 # system catalog, which ON CONFLICT refuses), never an internal error.
 $node->safe_psql('postgres', q{
     CREATE TABLE fuzz_target (id int PRIMARY KEY, version int, note text);

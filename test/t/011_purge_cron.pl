@@ -1,5 +1,5 @@
 # inbox.schedule_purge() on clusters set up as Debian's pg_createcluster sets them up (pg_hba:
-# peer authentication on the Unix socket, a password over TCP), following the README's pg_cron
+# peer authentication on the Unix socket, a password over TCP), following the pg_cron
 # recipe: pg_cron connects through the socket (cron.host), or runs its jobs in background
 # workers (cron.use_background_workers) for a role that has no operating-system user.
 # pg_cron 1.4 schedules by the minute: this test waits for the next minute to begin. The markers'
@@ -44,7 +44,7 @@ is( $socket->safe_psql('postgres', 'SELECT jobname, schedule, command, nodename 
 	'inbox-purge|0 3 * * *|CALL inbox.purge()|localhost',
 	'daily at 03:00 by default; pg_cron would connect over TCP to localhost, where Debian wants a password');
 
-# The README's recipe: cron.host names the socket directory; scheduling again moves the job.
+# The recipe of docs/operations.md: cron.host names the socket directory; scheduling again moves the job.
 $socket->append_conf('postgresql.conf', "cron.host = '" . $socket->host . "'");
 $socket->restart;
 my $job = $socket->safe_psql('postgres', "SELECT inbox.schedule_purge('* * * * *')");

@@ -1,4 +1,4 @@
-# The settings without shared_preload_libraries, as the README says (Retention, Settings):
+# The settings without shared_preload_libraries, as docs/operations.md says (its settings):
 # PostgreSQL 15 knows inbox.* only in a session that has loaded the library, so ALTER SYSTEM is
 # refused before LOAD 'inbox' and accepted after it; ALTER DATABASE ... SET works either way, but
 # a wrong value it gave is checked only when a session loads the library: ignored then, with a

@@ -1,6 +1,7 @@
 # A copy that waits for the transaction holding its marker waits at most lock_timeout, as any
-# lock wait: then it fails with 55P03 (lock_not_available) and writes nothing, as the README's
-# errors table says. inbox.receive(..., wait => false) answers in_progress at once instead.
+# lock wait: then it fails with 55P03 (lock_not_available) and writes nothing, as the errors
+# table of docs/outcomes.md says. inbox.receive(..., wait => false) answers in_progress at once
+# instead.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

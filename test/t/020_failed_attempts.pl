@@ -1,6 +1,6 @@
 # Failed attempts (inbox.attempts) are kept where a rollback cannot undo them: counted across
 # top-level and subtransaction rollbacks and across backends, kept by a clean restart, lost by a
-# crash (as the counters are: README, "What a crash loses"); max_attempts makes receive answer
+# crash (as the counters are: docs/outcomes.md, "What a crash loses"); max_attempts makes receive answer
 # poisoned and apply raise IB001 without running the handler; success and forget clear them; and
 # inbox.max_failed_messages bounds them: when more messages fail than fit, the least recently
 # failed ones are forgotten.
