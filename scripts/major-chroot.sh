@@ -39,12 +39,15 @@ for suite in "${suites[@]}"; do
     esac
 done
 
-# The Debian suite of each major, the apt sources, and the release to take PostgreSQL from.
+# The Debian suite of each major, and the release to take PostgreSQL from when it is not that
+# suite. Experimental has no pg_cron and no pgTAP for 19 yet: there the pgTAP suite and the TAP
+# tests of the purge through pg_cron fail.
+extensions=(cron pgtap)
 case $major in
 15) suite=bookworm ;;
 17) suite=trixie ;;
 18) suite=sid ;;
-19) suite=sid release=experimental ;;
+19) suite=sid release=experimental extensions=() ;;
 16)
     echo "no Debian suite packages PostgreSQL 16" >&2
     exit 2
@@ -52,40 +55,55 @@ case $major in
 *) usage ;;
 esac
 sources=("deb $mirror $suite main")
-[ -n "${release:-}" ] && sources+=("deb $mirror $release main")
+# PostgreSQL from that release, with the C library it was built against (experimental's
+# postgresql-19 needs a newer one than sid's); everything else from the suite.
+pin=
+if [ -n "${release:-}" ]; then
+    sources+=("deb $mirror $release main")
+    pin="Package: src:postgresql-$major src:glibc
+Pin: release a=$release
+Pin-Priority: 990"
+fi
 
 # What the build and the suites need, as install-deps.sh installs it on the machine (but for
 # clang-format and clang-tidy, of style and lint, and Citus, which Debian does not package: the
 # Citus suite reports itself skipped).
-pg_packages=("postgresql-$major" "postgresql-server-dev-$major" "postgresql-$major-cron"
-    "postgresql-$major-pgtap")
-[ -n "${release:-}" ] && pg_packages=("${pg_packages[@]/%//$release}")
 packages=(
-    "${pg_packages[@]}" pgtap
-    build-essential cmake libgtest-dev libipc-run-perl
+    "postgresql-$major" "postgresql-server-dev-$major" "${extensions[@]/#/postgresql-$major-}" pgtap
+    build-essential cmake libgtest-dev libipc-run-perl prometheus
     rabbitmq-server python3 python3-psycopg python3-pika libpqxx-dev nodejs npm ca-certificates
 )
 
 chroot_dir=$source_dir/chroots/$major-$suite
 # What the chroot is built from: when it changes, the chroot is built anew.
-recipe=$(printf '%s\n' "$suite" "${sources[@]}" "${packages[@]}")
+recipe=$(printf '%s\n' "$suite" "${sources[@]}" "$pin" "${packages[@]}")
 recipe_file=etc/inbox-chroot-recipe
 
 build_chroot() {
     command -v mmdebstrap >/dev/null ||
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap; }
-    local partial=$chroot_dir.partial started=$SECONDS
+    local partial=$chroot_dir.partial log=$chroot_dir.log started=$SECONDS
     rm -rf "$partial"
     mkdir -p "$(dirname "$chroot_dir")"
     echo "building the chroot of $suite for PostgreSQL $major in $chroot_dir"
-    local include
+    local include pin_hooks=()
     include=$(IFS=,; echo "${packages[*]}")
+    [ -n "$pin" ] && pin_hooks=(--setup-hook='mkdir -p "$1/etc/apt/preferences.d"'
+        --setup-hook="printf '%s\n' '$pin' >\"\$1/etc/apt/preferences.d/inbox-postgresql\"")
     # Built beside its final place and moved there when complete: an interrupted build leaves
     # no chroot that looks ready.
-    mmdebstrap --quiet --variant=apt --mode=root --include="$include" \
-        "$suite" "$partial" "${sources[@]}" ||
-        { echo "could not build the chroot of $suite for PostgreSQL $major" >&2; rm -rf "$partial"; return 1; }
+    # The Release files of a mirror frozen at a date (a snapshot) expire, which is no reason
+    # not to use them.
+    if ! mmdebstrap --variant=apt --mode=root --include="$include" \
+        --aptopt='Acquire::Check-Valid-Until "false"' \
+        "${pin_hooks[@]}" "$suite" "$partial" "${sources[@]}" >"$log" 2>&1; then
+        grep -v '^\(I\|Get\|Selecting\|Preparing\|Unpacking\|Setting up\|Processing\):\?' "$log" | tail -25 >&2
+        echo "could not build the chroot of $suite for PostgreSQL $major (all of mmdebstrap's output: $log)" >&2
+        rm -rf "$partial"
+        return 1
+    fi
     echo "$recipe" >"$partial/$recipe_file"
+    rm -f "$log"
     rm -rf "$chroot_dir"
     mv "$partial" "$chroot_dir"
     echo "chroot built in $((SECONDS - started)) s"
@@ -110,8 +128,14 @@ run_dir=$(mktemp -d "$chroot_dir/tmp/inbox-tree.XXXXXX")
 chmod 755 "$run_dir"
 tree_files | tar -C "$source_dir" --null -T - -cf - | tar -xf - -C "$run_dir"
 inner_dir=${run_dir#"$chroot_dir"}
-# npm (the Node example) resolves names as the machine does.
+# npm (the Node example) reaches its registry as the machine does: its name server, the
+# certificate authorities it trusts (a proxy's, say), its proxy settings.
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
+cp /etc/ssl/certs/ca-certificates.crt "$chroot_dir/etc/ssl/certs/ca-certificates.crt"
+network_env=()
+for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY NODE_EXTRA_CA_CERTS; do
+    [ -n "${!name:-}" ] && network_env+=("$name=${!name}")
+done
 
 inner_path=/usr/lib/postgresql/$major/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 inner_script='
@@ -133,7 +157,7 @@ unshare --fork --pid --mount --propagation private -- bash -c '
     mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
     exec chroot "$root" "$@"
 ' mount-and-chroot "$chroot_dir" env -i PATH="$inner_path" HOME=/root LANG=C.UTF-8 \
-    TERM="${TERM:-dumb}" bash -c "$inner_script" inner "$inner_dir" "${suites[@]}" || status=$?
+    TERM="${TERM:-dumb}" "${network_env[@]}" bash -c "$inner_script" inner "$inner_dir" "${suites[@]}" || status=$?
 
 if ((status == 0)); then
     rm -rf "$run_dir"
