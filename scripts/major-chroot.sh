@@ -83,7 +83,9 @@ build_chroot() {
     command -v mmdebstrap >/dev/null ||
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap; }
     local partial=$chroot_dir.partial log=$chroot_dir.log started=$SECONDS
-    rm -rf "$partial"
+    # --one-file-system: should a killed mmdebstrap have left the machine's /dev mounted in the
+    # partial chroot, rm stops there instead of emptying it.
+    rm -rf --one-file-system "$partial"
     mkdir -p "$(dirname "$chroot_dir")"
     echo "building the chroot of $suite for PostgreSQL $major in $chroot_dir"
     local include pin_hooks=()
@@ -99,12 +101,12 @@ build_chroot() {
         "${pin_hooks[@]}" "$suite" "$partial" "${sources[@]}" >"$log" 2>&1; then
         grep -v '^\(I\|Get\|Selecting\|Preparing\|Unpacking\|Setting up\|Processing\):\?' "$log" | tail -25 >&2
         echo "could not build the chroot of $suite for PostgreSQL $major (all of mmdebstrap's output: $log)" >&2
-        rm -rf "$partial"
+        rm -rf --one-file-system "$partial"
         return 1
     fi
     echo "$recipe" >"$partial/$recipe_file"
     rm -f "$log"
-    rm -rf "$chroot_dir"
+    rm -rf --one-file-system "$chroot_dir"
     mv "$partial" "$chroot_dir"
     echo "chroot built in $((SECONDS - started)) s"
 }
