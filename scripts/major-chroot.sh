@@ -134,9 +134,12 @@ inner_dir=${run_dir#"$chroot_dir"}
 # certificate authorities it trusts (a proxy's, say), its proxy settings.
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
 cp /etc/ssl/certs/ca-certificates.crt "$chroot_dir/etc/ssl/certs/ca-certificates.crt"
-network_env=()
-for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY NODE_EXTRA_CA_CERTS; do
-    [ -n "${!name:-}" ] && network_env+=("$name=${!name}")
+# What the run takes from the caller's environment: that, and the subsets of test/run.sh
+# (REGRESS=purge, ISOLATION=batches, PROVE_TESTS=test/t/011_purge_cron.pl).
+passed_env=()
+for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY NODE_EXTRA_CA_CERTS \
+    REGRESS ISOLATION PROVE_TESTS PROVE_FLAGS; do
+    [ -n "${!name:-}" ] && passed_env+=("$name=${!name}")
 done
 
 inner_path=/usr/lib/postgresql/$major/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -159,7 +162,7 @@ unshare --fork --pid --mount --propagation private -- bash -c '
     mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
     exec chroot "$root" "$@"
 ' mount-and-chroot "$chroot_dir" env -i PATH="$inner_path" HOME=/root LANG=C.UTF-8 \
-    TERM="${TERM:-dumb}" "${network_env[@]}" bash -c "$inner_script" inner "$inner_dir" "${suites[@]}" || status=$?
+    TERM="${TERM:-dumb}" "${passed_env[@]}" bash -c "$inner_script" inner "$inner_dir" "${suites[@]}" || status=$?
 
 if ((status == 0)); then
     rm -rf "$run_dir"
