@@ -7,7 +7,7 @@
 # run on the machine itself; by default every other one.
 #
 # The chroot is built once with mmdebstrap into chroots/MAJOR-SUITE (ignored by git, and left
-# alone by make clean) and reused; it is built anew when this script's list of what goes into it
+# alone by make clean; or $INBOX_CHROOTS/MAJOR-SUITE) and reused; it is built anew when this script's list of what goes into it
 # changes. Remove the directory to build it afresh (newer packages of its suite).
 #
 # Each run copies the working tree (its files that git does not ignore) into the chroot, builds
@@ -74,7 +74,8 @@ packages=(
     rabbitmq-server python3 python3-psycopg python3-pika libpqxx-dev nodejs npm ca-certificates
 )
 
-chroot_dir=$source_dir/chroots/$major-$suite
+# INBOX_CHROOTS: another directory for the chroots, to keep them across clones of the tree.
+chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite
 # What the chroot is built from: when it changes, the chroot is built anew.
 recipe=$(printf '%s\n' "$suite" "${sources[@]}" "$pin" "${packages[@]}")
 recipe_file=etc/inbox-chroot-recipe
