@@ -14,8 +14,8 @@
 # it there against that major (a failure to build is reported as such), and runs test/run.sh
 # there, as root, so that the servers run as the chroot's "postgres" user (the postgresql
 # package creates it). /proc, /dev and a private /dev/shm are mounted in a mount namespace and
-# a PID namespace of the run's own: when the run ends, however it ends (an interrupt, a kill),
-# the mounts go with the namespace and no process it started survives it.
+# a PID namespace of the run's own: when the run ends, however it ends (an interrupt, unshare
+# killed: --kill-child), the mounts go with the namespace and no process it started survives it.
 set -euo pipefail
 
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
@@ -154,7 +154,7 @@ fi
 test/run.sh "$@"
 '
 status=0
-unshare --fork --pid --mount --propagation private -- bash -c '
+unshare --fork --kill-child --pid --mount --propagation private -- bash -c '
     set -e
     root=$1
     shift
