@@ -82,9 +82,17 @@ demo: deps
 	scripts/demo.sh
 
 # The suites install into a private copy of PostgreSQL (see test/run.sh), never system-wide.
+# `make test PG_MAJOR=17` runs them against another major, in a chroot of the Debian suite that
+# packages it (scripts/major-chroot.sh: 15, 17, 18, 19); PG_MAJOR unset, or 15, is the machine's
+# PostgreSQL. SUITES="regress tap" runs some of them.
+ifeq ($(filter-out 15,$(PG_MAJOR)),)
 test: deps
 	$(MAKE) all
-	test/run.sh
+	test/run.sh $(SUITES)
+else
+test:
+	scripts/as-root.sh scripts/major-chroot.sh $(PG_MAJOR) $(SUITES)
+endif
 
 CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/*/*.cpp src/*/*.hpp test/unit/*.cpp examples/cpp/*.cpp)
 format:

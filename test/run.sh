@@ -158,11 +158,12 @@ check_server_logs() {
 
 passed=0
 failed=0
+# The time each suite took, to see what a run on another major (scripts/major-chroot.sh) costs.
 record() {
     if [ "$2" -eq 0 ]; then
-        passed=$((passed + 1)); echo "== suite $1: ok"
+        passed=$((passed + 1)); echo "== suite $1: ok${3:+ ($3 s)}"
     else
-        failed=$((failed + 1)); echo "== suite $1: FAILED"
+        failed=$((failed + 1)); echo "== suite $1: FAILED${3:+ ($3 s)}"
     fi
 }
 
@@ -177,8 +178,9 @@ fi
 
 for suite in "${suites[@]}"; do
     echo "== suite $suite"
+    started=$SECONDS
     "run_$suite"
-    record "$suite" $?
+    record "$suite" $? $((SECONDS - started))
 done
 
 cluster_stop
