@@ -106,10 +106,15 @@ CREATE TRIGGER log_purge AFTER DELETE ON inbox.markers FOR EACH ROW EXECUTE FUNC
 CREATE PROCEDURE expire_markers() LANGUAGE sql AS $$
     DELETE FROM inbox.messages;
     TRUNCATE purge_log;
-    -- 7 expired markers of "billing", 4 of "shipping", and 3 fresh ones of each.
+    -- 7 expired markers of "billing", 4 of "shipping", and 3 fresh ones of each. The expired
+    -- ones in the first seconds of one 256-second bucket, so that the batches are the same
+    -- whenever the test runs.
     INSERT INTO inbox.messages
-    SELECT consumer, consumer || '-old-' || i, now() - interval '2 hours' + i * interval '1 s'
-    FROM (VALUES ('billing', 7), ('shipping', 4)) AS c(consumer, n), generate_series(1, n) i;
+    SELECT consumer, consumer || '-old-' || i, bucket_start + i * interval '1 s'
+    FROM (VALUES ('billing', 7), ('shipping', 4)) AS c(consumer, n), generate_series(1, n) i,
+         (SELECT date_trunc('second', now() - interval '2 hours')
+                 - (inbox.marker_time_offset(now() - interval '2 hours')::int + 256) % 256
+                   * interval '1 s' AS bucket_start) AS b;
     INSERT INTO inbox.messages
     SELECT consumer, consumer || '-new-' || i, now()
     FROM (VALUES ('billing'), ('shipping')) AS c(consumer), generate_series(1, 3) i;
