@@ -14,6 +14,7 @@ INBOX_SOURCES = \
 	src/store/marker_table.cpp \
 	src/store/marker_insert.cpp \
 	src/store/marker_ops.cpp \
+	src/store/marker_store_1_0.cpp \
 	src/store/marker_forms.cpp \
 	src/store/consumer_registration.cpp \
 	src/store/consumer_registry.cpp \

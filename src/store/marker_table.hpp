@@ -6,7 +6,8 @@
 // Two layouts are served, so that a database keeps working between the installation of this
 // library and ALTER EXTENSION inbox UPDATE:
 //  - 1.1: the compact table inbox.markers, with consumer ids from inbox.consumer_registry;
-//  - 1.0: the table inbox.messages (consumer, message_id, processed_at).
+//  - 1.0: the table inbox.messages (consumer, message_id, processed_at), whose markers claim,
+//    apply and forget change through marker_store_1_0.hpp.
 #pragma once
 
 extern "C" {
