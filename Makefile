@@ -84,11 +84,13 @@ demo: deps
 # The suites install into a private copy of PostgreSQL (see test/run.sh), never system-wide.
 # `make test PG_MAJOR=17` runs them against another major, in a chroot of the Debian suite that
 # packages it (scripts/major-chroot.sh: 15, 17, 18, 19); PG_MAJOR unset, or 15, is the machine's
-# PostgreSQL. SUITES="regress tap" runs some of them.
+# PostgreSQL. SUITES="regress tap" runs some of them. PG_CONFIG=<prefix>/bin/pg_config runs them
+# against that installation instead (a PostgreSQL built from source: 16, which Debian does not
+# package): test/run.sh tests the PostgreSQL whose pg_config comes first in PATH.
 ifeq ($(filter-out 15,$(PG_MAJOR)),)
 test: deps
 	$(MAKE) all
-	test/run.sh $(SUITES)
+	PATH="$$($(PG_CONFIG) --bindir):$$PATH" test/run.sh $(SUITES)
 else
 test:
 	scripts/as-root.sh scripts/major-chroot.sh $(PG_MAJOR) $(SUITES)

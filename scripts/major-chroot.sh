@@ -49,7 +49,8 @@ case $major in
 18) suite=sid ;;
 19) suite=sid release=experimental extensions=() ;;
 16)
-    echo "no Debian suite packages PostgreSQL 16" >&2
+    echo "no Debian suite packages PostgreSQL 16: build it from source and run" \
+        "make test PG_CONFIG=<prefix>/bin/pg_config (CONTRIBUTING.md)" >&2
     exit 2
     ;;
 *) usage ;;

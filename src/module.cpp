@@ -6,11 +6,10 @@ extern "C" {
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
-
-PGDLLEXPORT void _PG_init(void);
 }
 
 #include "drop/drop_guard.hpp"
+#include "pg/compat.hpp"
 #include "pg/shared_memory.hpp"
 #include "purge/purge_status.hpp"
 #include "purge/purge_worker.hpp"

@@ -3,6 +3,8 @@
 #   test/run.sh [SUITE ...]     (default: all of them)
 # SUITE: style lint unit regress isolation pgtap tap citus broker examples docs
 # A subset of regress, isolation or tap: REGRESS=purge test/run.sh regress (see pgxs_installcheck).
+# The PostgreSQL tested is the one whose pg_config comes first in PATH: another installation (one
+# built from source) with PATH=<prefix>/bin:$PATH test/run.sh, or make test PG_CONFIG=....
 #
 # The suites never touch the system's PostgreSQL installation: every server starts from a
 # private copy of it with this tree's extension installed (private_install in
@@ -23,7 +25,7 @@
 set -uo pipefail
 
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
-system_pg_config=$(command -v pg_config)
+tested_pg_config=$(command -v pg_config)
 suites=("$@")
 ((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap citus broker examples docs)
 
@@ -33,7 +35,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
 cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,src,sql,expected,test,docs} "$work/"
 # What this tree's make built is built again there: a copied file is newer than its sources
 # (the objects, and the scripts made from others, such as inbox--1.2.sql).
-make -s -C "$work" clean PG_CONFIG="$system_pg_config" >/dev/null
+make -s -C "$work" clean PG_CONFIG="$tested_pg_config" >/dev/null
 # TMPDIR of make installcheck, where pg_regress and the TAP nodes put their sockets: writable
 # by the cluster user, whatever the caller's TMPDIR is.
 mkdir "$work/tmp"
@@ -57,12 +59,12 @@ run_style() {
 }
 
 run_lint() {
-    make -s -C "$source_dir" lint PG_CONFIG="$system_pg_config"
+    make -s -C "$source_dir" lint PG_CONFIG="$tested_pg_config"
 }
 
 run_unit() {
     local build="$source_dir/build/unit"
-    cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPG_CONFIG="$system_pg_config" >/dev/null &&
+    cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPG_CONFIG="$tested_pg_config" >/dev/null &&
         cmake --build "$build" -j2 >/dev/null &&
         (cd "$build" && ctest --output-on-failure)
 }

@@ -25,6 +25,11 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 
+// The library's initialisation function, exported with C linkage (fmgr.h declares it from 16 on).
+#if PG_VERSION_NUM < 160000
+extern "C" PGDLLEXPORT void _PG_init(void);
+#endif
+
 namespace pg {
 
 // The privilege of role on function (pg_proc_aclcheck became object_aclcheck in 16).
