@@ -40,25 +40,29 @@ tree_files | tar -C "$source_dir" --null -T - -cf - | tar -xf - -C "$scratch/upp
 echo "building postgresql-$major-inbox $version in a chroot of $suite"
 started=$SECONDS
 # debian/control as committed names the packages of one major: regenerated for MAJOR, as
-# pg_buildext does for the PostgreSQL versions a build system supports.
+# pg_buildext does for the PostgreSQL versions a build system supports. --jobs-force: the make of
+# pg_buildext runs with two jobs too (--jobs only tells debian/rules it may).
 inner_script='
 set -e
 cd /build/inbox
 pg_buildext updatecontrol
-dpkg-buildpackage --build=binary --no-sign
+dpkg-buildpackage --build=binary --no-sign --jobs-force=2
 '
+mkdir -p "$source_dir/dist"
+log=$source_dir/dist/postgresql-$major-inbox_$version.build.log
 if ! chroot_run --overlay "$scratch" "$chroot_dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 PG_SUPPORTED_VERSIONS="$major" DEB_BUILD_OPTIONS="noddebs parallel=2" \
-    bash -c "$inner_script" >"$scratch/build.log" 2>&1; then
-    tail -40 "$scratch/build.log" >&2
-    echo "PostgreSQL $major: the package did not build" >&2
+    HOME=/root LANG=C.UTF-8 PG_SUPPORTED_VERSIONS="$major" DEB_BUILD_OPTIONS=noddebs \
+    bash -c "$inner_script" >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "PostgreSQL $major: the package did not build (all of the build's output: $log)" >&2
     exit 1
 fi
 
 debs=("$scratch/upper/build/postgresql-$major-inbox_${version}_"*.deb)
-[ -f "${debs[0]}" ] || { tail -20 "$scratch/build.log" >&2; echo "no postgresql-$major-inbox_${version}_*.deb was built" >&2; exit 1; }
-mkdir -p "$source_dir/dist"
-cp "${debs[0]}" "$source_dir/dist/"
+[ -f "${debs[0]}" ] ||
+    { echo "no postgresql-$major-inbox_${version}_*.deb was built (see $log)" >&2; exit 1; }
+deb=$source_dir/dist/$(basename "${debs[0]}")
+cp "${debs[0]}" "$deb"
 # Owned like the tree, also when built through sudo.
-chown "$(stat -c %u:%g "$source_dir")" "$source_dir/dist" "$source_dir/dist/$(basename "${debs[0]}")"
-echo "dist/$(basename "${debs[0]}") built in $((SECONDS - started)) s"
+chown "$(stat -c %u:%g "$source_dir")" "$source_dir/dist" "$deb" "$log"
+echo "dist/$(basename "$deb") built in $((SECONDS - started)) s"
