@@ -70,7 +70,7 @@ all install compile-flags:
 	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
 endif
 
-.PHONY: deps demo test format format-check lint dist compile-flags
+.PHONY: deps demo test format format-check lint dist deb test-package compile-flags
 
 # Installs the Debian packages the build, the demo and the tests need (no-op when present).
 deps:
@@ -119,3 +119,14 @@ dist:
 	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
 		--output dist/$(EXTENSION)-$(EXTVERSION).zip HEAD
 	@echo "dist/$(EXTENSION)-$(EXTVERSION).zip"
+
+# The Debian package for one PostgreSQL major, dist/postgresql-NN-inbox_<version>_<arch>.deb,
+# built from debian/ in a chroot of the Debian suite that packages NN (scripts/package-build.sh),
+# and its test: installed into a clean chroot of that suite, the extension created and a message
+# delivered twice (scripts/package-test.sh). `make deb test-package PG_MAJOR=17`; PG_MAJOR unset:
+# the machine's 15. Both run as root (through sudo when not root).
+PACKAGE_MAJOR = $(or $(PG_MAJOR),15)
+deb:
+	scripts/as-root.sh scripts/package-build.sh $(PACKAGE_MAJOR)
+test-package:
+	scripts/as-root.sh scripts/package-test.sh $(PACKAGE_MAJOR)

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Checks META.json (PGXN) against the tree: the fields PGXN requires, and versions and files
-that agree with inbox.control, so that a release cannot ship metadata of another version.
+"""Checks the release metadata against the tree, so that a release cannot ship metadata of another
+version: META.json (PGXN), its required fields, versions and files that agree with inbox.control;
+debian/ (the Debian package), the version of debian/changelog's latest entry, and debian/control
+as pg_buildext generates it from debian/control.in for the major it names.
 
     scripts/check-meta.py            (from anywhere; prints what is wrong, exits 1 if anything)
 """
@@ -36,9 +38,32 @@ def main():
     for key in ("file", "docfile"):
         if extension.get(key) and not os.path.exists(os.path.join(root, extension[key])):
             problems.append(f"provides.inbox.{key} {extension[key]!r} does not exist")
+    problems = [f"META.json: {problem}" for problem in problems]
+    problems += debian_problems(control)
     for problem in problems:
-        print(f"META.json: {problem}")
+        print(problem)
     sys.exit(1 if problems else 0)
+
+
+def debian_problems(control_version):
+    problems = []
+    with open(os.path.join(root, "debian", "changelog")) as f:
+        latest = re.match(r"inbox \(([^)]+)\)", f.readline())
+    if not latest or latest.group(1) != control_version:
+        problems.append(f"debian/changelog: the latest entry is of version "
+                        f"{latest and latest.group(1)!r}, but inbox.control's default_version is "
+                        f"{control_version!r}")
+    # debian/control is debian/control.in for one major (pg_buildext updatecontrol): with one
+    # version supported, PGVERSION is that version everywhere.
+    with open(os.path.join(root, "debian", "control.in")) as f:
+        template = f.read()
+    with open(os.path.join(root, "debian", "control")) as f:
+        generated = f.read()
+    major = re.search(r"^Package: postgresql-(\d+)-inbox$", generated, re.M)
+    if not major or template.replace("PGVERSION", major.group(1)) != generated:
+        problems.append("debian/control: not debian/control.in for one major; run "
+                        "'PG_SUPPORTED_VERSIONS=15 pg_buildext updatecontrol'")
+    return problems
 
 
 if __name__ == "__main__":

@@ -6,20 +6,20 @@
 # SUITE: those of test/run.sh but style and lint, which check the sources whatever the major and
 # run on the machine itself; by default every other one.
 #
-# The chroot is built once with mmdebstrap into chroots/MAJOR-SUITE (ignored by git, and left
-# alone by make clean; or $INBOX_CHROOTS/MAJOR-SUITE) and reused; it is built anew when this script's list of what goes into it
-# changes. Remove the directory to build it afresh (newer packages of its suite).
+# The chroot is built once with mmdebstrap (scripts/debian-chroot.sh) into chroots/MAJOR-SUITE
+# (ignored by git, and left alone by make clean; or $INBOX_CHROOTS/MAJOR-SUITE) and reused; it is
+# built anew when this script's list of what goes into it changes. Remove the directory to build
+# it afresh (newer packages of its suite).
 #
 # Each run copies the working tree (its files that git does not ignore) into the chroot, builds
 # it there against that major (a failure to build is reported as such), and runs test/run.sh
 # there, as root, so that the servers run as the chroot's "postgres" user (the postgresql
-# package creates it). /proc, /dev and a private /dev/shm are mounted in a mount namespace and
-# a PID namespace of the run's own: when the run ends, however it ends (an interrupt, unshare
-# killed: --kill-child), the mounts go with the namespace and no process it started survives it.
+# package creates it), in namespaces of the run's own (chroot_run): when the run ends, however it
+# ends, its mounts go and no process it started survives it.
 set -euo pipefail
 
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
-mirror=http://deb.debian.org/debian
+source "$source_dir/scripts/debian-chroot.sh"
 
 usage() {
     echo "usage: $0 MAJOR [SUITE ...]   (MAJOR: 15, 17, 18 or 19)" >&2
@@ -39,32 +39,11 @@ for suite in "${suites[@]}"; do
     esac
 done
 
-# The Debian suite of each major, and the release to take PostgreSQL from when it is not that
-# suite. Experimental has no pg_cron and no pgTAP for 19 yet: there the pgTAP suite and the TAP
-# tests of the purge through pg_cron fail.
+# The Debian suite of each major (scripts/debian-chroot.sh). Experimental has no pg_cron and no
+# pgTAP for 19 yet: there the pgTAP suite and the TAP tests of the purge through pg_cron fail.
+debian_suite "$major"
 extensions=(cron pgtap)
-case $major in
-15) suite=bookworm ;;
-17) suite=trixie ;;
-18) suite=sid ;;
-19) suite=sid release=experimental extensions=() ;;
-16)
-    echo "no Debian suite packages PostgreSQL 16: build it from source and run" \
-        "make test PG_CONFIG=<prefix>/bin/pg_config (CONTRIBUTING.md)" >&2
-    exit 2
-    ;;
-*) usage ;;
-esac
-sources=("deb $mirror $suite main")
-# PostgreSQL from that release, with the C library it was built against (experimental's
-# postgresql-19 needs a newer one than sid's); everything else from the suite.
-pin=
-if [ -n "${release:-}" ]; then
-    sources+=("deb $mirror $release main")
-    pin="Package: src:postgresql-$major src:glibc
-Pin: release a=$release
-Pin-Priority: 990"
-fi
+[ "$major" = 19 ] && extensions=()
 
 # What the build and the suites need, as install-deps.sh installs it on the machine (but for
 # clang-format and clang-tidy, of style and lint, and Citus, which Debian does not package: the
@@ -77,57 +56,9 @@ packages=(
 
 # INBOX_CHROOTS: another directory for the chroots, to keep them across clones of the tree.
 chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite
-# What the chroot is built from: when it changes, the chroot is built anew.
-recipe=$(printf '%s\n' "$suite" "${sources[@]}" "$pin" "${packages[@]}")
-recipe_file=etc/inbox-chroot-recipe
+chroot_ready "$chroot_dir" "${packages[@]}"
 
-build_chroot() {
-    command -v mmdebstrap >/dev/null ||
-        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap; }
-    local partial=$chroot_dir.partial log=$chroot_dir.log started=$SECONDS
-    # --one-file-system: should a killed mmdebstrap have left the machine's /dev mounted in the
-    # partial chroot, rm stops there instead of emptying it.
-    rm -rf --one-file-system "$partial"
-    mkdir -p "$(dirname "$chroot_dir")"
-    echo "building the chroot of $suite for PostgreSQL $major in $chroot_dir"
-    local include pin_hooks=()
-    include=$(IFS=,; echo "${packages[*]}")
-    [ -n "$pin" ] && pin_hooks=(--setup-hook='mkdir -p "$1/etc/apt/preferences.d"'
-        --setup-hook="printf '%s\n' '$pin' >\"\$1/etc/apt/preferences.d/inbox-postgresql\"")
-    # Built beside its final place and moved there when complete: an interrupted build leaves
-    # no chroot that looks ready.
-    # The Release files of a mirror frozen at a date (a snapshot) expire, which is no reason
-    # not to use them.
-    if ! mmdebstrap --variant=apt --mode=root --include="$include" \
-        --aptopt='Acquire::Check-Valid-Until "false"' \
-        "${pin_hooks[@]}" "$suite" "$partial" "${sources[@]}" >"$log" 2>&1; then
-        grep -v '^\(I\|Get\|Selecting\|Preparing\|Unpacking\|Setting up\|Processing\):\?' "$log" | tail -25 >&2
-        echo "could not build the chroot of $suite for PostgreSQL $major (all of mmdebstrap's output: $log)" >&2
-        rm -rf --one-file-system "$partial"
-        return 1
-    fi
-    echo "$recipe" >"$partial/$recipe_file"
-    rm -f "$log"
-    rm -rf --one-file-system "$chroot_dir"
-    mv "$partial" "$chroot_dir"
-    echo "chroot built in $((SECONDS - started)) s"
-}
-
-if [ "$(cat "$chroot_dir/$recipe_file" 2>/dev/null)" != "$recipe" ]; then
-    build_chroot
-fi
-
-# This run's copy of the tree, inside the chroot: in a git clone, what git tracks and what it
-# would track (new files), as they are in the working tree; in an unpacked release archive,
-# every file but the chroots.
-tree_files() {
-    if git -C "$source_dir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        git -C "$source_dir" ls-files -z --cached --others --exclude-standard |
-            while IFS= read -r -d '' file; do [ -e "$source_dir/$file" ] && printf '%s\0' "$file"; done
-    else
-        (cd "$source_dir" && find . -path ./chroots -prune -o -type f -print0)
-    fi
-}
+# This run's copy of the tree, inside the chroot (tree_files).
 run_dir=$(mktemp -d "$chroot_dir/tmp/inbox-tree.XXXXXX")
 chmod 755 "$run_dir"
 tree_files | tar -C "$source_dir" --null -T - -cf - | tar -xf - -C "$run_dir"
@@ -155,15 +86,7 @@ fi
 test/run.sh "$@"
 '
 status=0
-unshare --fork --kill-child --pid --mount --propagation private -- bash -c '
-    set -e
-    root=$1
-    shift
-    mount -t proc proc "$root/proc"
-    mount --rbind /dev "$root/dev"
-    mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
-    exec chroot "$root" "$@"
-' mount-and-chroot "$chroot_dir" env -i PATH="$inner_path" HOME=/root LANG=C.UTF-8 \
+chroot_run "$chroot_dir" env -i PATH="$inner_path" HOME=/root LANG=C.UTF-8 \
     TERM="${TERM:-dumb}" "${passed_env[@]}" bash -c "$inner_script" inner "$inner_dir" "${suites[@]}" || status=$?
 
 if ((status == 0)); then
