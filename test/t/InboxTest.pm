@@ -72,15 +72,18 @@ sub wait_for_next_cycle
 }
 
 # kill -9 of a server process, recorded in tmp_check/deliberate-kills (beside the nodes' logs,
-# and emptied with them by each run) so that the log check of test/run.sh accepts it.
+# and emptied with them by each run) so that the log check of test/run.sh accepts it. With
+# may_have_exited => 1, a process already gone is no error: the answer is whether it was killed.
 sub deliberately_kill
 {
-	my ($pid) = @_;
+	my ($pid, %options) = @_;
 	my $record = "${PostgreSQL::Test::Utils::tmp_check}/deliberate-kills";
 	open(my $kills, '>>', $record) or die "$record: $!";
 	print $kills "$pid\n";
 	close($kills);
-	kill 'KILL', $pid or die "could not kill $pid: $!";
+	return 1 if kill 'KILL', $pid;
+	die "could not kill $pid: $!" unless $options{may_have_exited} && $!{ESRCH};
+	return 0;
 }
 
 1;
