@@ -2,9 +2,11 @@
 # Runs the test suites against another PostgreSQL major, in a chroot of the Debian suite that
 # packages it (run as root: scripts/as-root.sh; `make test PG_MAJOR=17` calls it so):
 #   scripts/major-chroot.sh MAJOR [SUITE ...]
+#   scripts/major-chroot.sh MAJOR -- COMMAND [ARGUMENT ...]
 # MAJOR: 15 (bookworm), 17 (trixie), 18 (sid), 19 (sid, with postgresql-19 from experimental).
 # SUITE: those of test/run.sh but style and lint, which check the sources whatever the major and
-# run on the machine itself; by default every other one.
+# run on the machine itself; by default every other one. After --, COMMAND (a path in the tree,
+# such as test/bench/claim_apply_vs_sql.sh) runs instead of test/run.sh, in the built tree.
 #
 # The chroot is built once with mmdebstrap (scripts/debian-chroot.sh) into chroots/MAJOR-SUITE
 # (ignored by git, and left alone by make clean; or $INBOX_CHROOTS/MAJOR-SUITE) and reused; it is
@@ -22,14 +24,22 @@ source_dir=$(cd "$(dirname "$0")/.." && pwd)
 source "$source_dir/scripts/debian-chroot.sh"
 
 usage() {
-    echo "usage: $0 MAJOR [SUITE ...]   (MAJOR: 15, 17, 18 or 19)" >&2
+    echo "usage: $0 MAJOR [SUITE ...] | MAJOR -- COMMAND [ARGUMENT ...]   (MAJOR: 15, 17, 18 or 19)" >&2
     exit 2
 }
 (($# >= 1)) || usage
 major=$1
 shift
-suites=("$@")
-((${#suites[@]})) || suites=(unit regress isolation pgtap tap citus broker examples docs)
+suites=()
+command=(test/run.sh)
+if [ "${1:-}" = -- ]; then
+    shift
+    (($# >= 1)) || usage
+    command=("$@")
+else
+    suites=("$@")
+    ((${#suites[@]})) || suites=(unit regress isolation pgtap tap citus broker examples docs)
+fi
 for suite in "${suites[@]}"; do
     case $suite in
     style | lint)
@@ -40,7 +50,8 @@ for suite in "${suites[@]}"; do
 done
 
 # The Debian suite of each major (scripts/debian-chroot.sh). Experimental has no pg_cron and no
-# pgTAP for 19 yet: there the pgTAP suite and the TAP tests of the purge through pg_cron fail.
+# pgTAP for 19 yet: there the pgTAP suite and the TAP test of the purge through pg_cron say so
+# and are skipped.
 debian_suite "$major"
 extensions=(cron pgtap)
 [ "$major" = 19 ] && extensions=()
@@ -76,23 +87,27 @@ for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY NODE
 done
 
 inner_path=/usr/lib/postgresql/$major/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Runs that share the chroot share its /tmp, and their processes the same PIDs (each run has a PID
+# namespace of its own), which make names its jobserver's FIFO after: each run gets a temporary
+# directory of its own, in its copy of the tree.
 inner_script='
 cd "$1"; shift
+mkdir -m 1777 .tmp && export TMPDIR=$PWD/.tmp
 echo "PostgreSQL $(pg_config --version | cut -d" " -f2-) in the chroot; building inbox"
 if ! make -s -j2; then
     echo "inbox does not build against PostgreSQL '"$major"' ($(pg_config --version))" >&2
     exit 1
 fi
-test/run.sh "$@"
+"$@"
 '
 status=0
 chroot_run "$chroot_dir" env -i PATH="$inner_path" HOME=/root LANG=C.UTF-8 \
-    TERM="${TERM:-dumb}" "${passed_env[@]}" bash -c "$inner_script" inner "$inner_dir" "${suites[@]}" || status=$?
+    TERM="${TERM:-dumb}" "${passed_env[@]}" bash -c "$inner_script" inner "$inner_dir" "${command[@]}" "${suites[@]}" || status=$?
 
 if ((status == 0)); then
     rm -rf "$run_dir"
-    echo "PostgreSQL $major: every suite passed"
+    echo "PostgreSQL $major: ${command[*]} ${suites[*]}: passed"
 else
-    echo "PostgreSQL $major: FAILED; the tree and work directories are kept in $chroot_dir/tmp"
+    echo "PostgreSQL $major: ${command[*]} ${suites[*]}: FAILED; the tree and work directories are kept in $chroot_dir/tmp"
 fi
 exit "$status"

@@ -1,4 +1,4 @@
-// An idempotent consumer with inbox, in C++ (libpqxx 6.4; Debian: libpqxx-dev).
+// An idempotent consumer with inbox, in C++ (libpqxx 6.4 to 8; Debian: libpqxx-dev).
 //
 // Applies payment messages to account balances exactly once, however often the broker delivers
 // them. The loop is broker-agnostic: broker stands in for your broker's client. Each batch is one
@@ -10,7 +10,7 @@
 //
 // The database: examples/schema.sql (the accounts table, the handler, max_attempts).
 // Connects with the PG* environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, ...).
-// Build: make (or g++ -std=c++17 -o consumer consumer.cpp -lpqxx -lpq)
+// Build: make (or g++ -std=c++20 -o consumer consumer.cpp -lpqxx -lpq; libpqxx 8 needs C++20)
 
 #include <cstdio>
 #include <deque>
@@ -63,9 +63,14 @@ std::vector<std::string> apply_batch(pqxx::connection& conn, const std::vector<m
     }
     messages += "]";
 
+    const char* const query = "SELECT outcome FROM inbox.apply_batch($1, $2, $3)";
     pqxx::work tx(conn);
-    pqxx::result rows = tx.exec_params("SELECT outcome FROM inbox.apply_batch($1, $2, $3)",
-                                       consumer_name, handler, messages);
+    // libpqxx 7.10 deprecates exec_params for exec with pqxx::params.
+#if PQXX_VERSION_MAJOR * 100 + PQXX_VERSION_MINOR >= 710
+    pqxx::result rows = tx.exec(query, pqxx::params{consumer_name, handler, messages});
+#else
+    pqxx::result rows = tx.exec_params(query, consumer_name, handler, messages);
+#endif
     tx.commit();
     std::vector<std::string> outcomes;
     for (const auto& row : rows) outcomes.push_back(row[0].as<std::string>());

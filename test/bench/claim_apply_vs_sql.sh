@@ -6,9 +6,11 @@
 #                      its primary key (consumer, message_id);
 #   apply / statement  SELECT inbox.apply(consumer, id, handler, message) against the same
 #                      logic as one statement: the insert into that table and, only when it
-#                      inserted, the handler's UPDATE, reading the same jsonb message. Twice: with
-#                      the handler written in PL/pgSQL, and in SQL (LANGUAGE sql, whose body
-#                      PostgreSQL 15 plans again in every transaction that calls it).
+#                      inserted, the handler's UPDATE, reading the same jsonb message. Three
+#                      times: with the handler written in PL/pgSQL, in SQL (LANGUAGE sql, whose
+#                      body PostgreSQL before 18 parses and plans again in every transaction that
+#                      calls it; 18 keeps its plan), and in SQL with a standard body (BEGIN
+#                      ATOMIC, parsed once when the function is created, planned as the other).
 # Message ids are random UUIDs, as most brokers make them. synchronous_commit = off: commits do
 # not wait for the disk, so the comparison is of CPU, where the difference is largest.
 #   test/bench/claim_apply_vs_sql.sh [seconds-per-round=10] [rounds=7] [clients=1]
@@ -32,7 +34,7 @@ SQL
 pgbench_script insert <<'SQL'
 INSERT INTO hand_markers VALUES ('bench-insert', gen_random_uuid()::text) ON CONFLICT DO NOTHING;
 SQL
-for language in plpgsql sql; do
+for language in plpgsql sql sql_atomic; do
     pgbench_script "apply_$language" <<SQL
 \\set account random(1, 1000)
 SELECT inbox.apply('bench-apply', gen_random_uuid()::text, 'credit_$language(jsonb)',
@@ -55,3 +57,5 @@ echo "apply with a PL/pgSQL handler / the same logic as one hand-written stateme
 pgbench_compare apply_plpgsql statement
 echo "apply with a SQL handler / the same logic as one hand-written statement"
 pgbench_compare apply_sql statement
+echo "apply with a SQL handler of a standard body (BEGIN ATOMIC) / the same statement"
+pgbench_compare apply_sql_atomic statement

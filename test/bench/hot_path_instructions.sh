@@ -16,6 +16,7 @@ source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/callgrind.sh"
+source "$source_dir/test/bench/hot_path_statements.sh"
 trap 'rm -rf "$work"' EXIT
 private_build
 single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
@@ -23,14 +24,6 @@ single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
     cat "$source_dir/test/bench/hot_path_setup.sql"
     printf '\n%s\n\n' "SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');"
 } | single_user -j "$work/setup"
-
-declare -A statement=(
-    [claim]="SELECT inbox.claim('claim', gen_random_uuid()::text)"
-    [insert]="INSERT INTO hand_markers VALUES ('insert', gen_random_uuid()::text) ON CONFLICT DO NOTHING"
-    [apply_plpgsql]="SELECT inbox.apply('apply', gen_random_uuid()::text, 'credit_plpgsql(jsonb)', jsonb_build_object('account', 7, 'amount', 7))"
-    [apply_sql]="SELECT inbox.apply('apply', gen_random_uuid()::text, 'credit_sql(jsonb)', jsonb_build_object('account', 7, 'amount', 7))"
-    [statement]="WITH message AS (SELECT jsonb_build_object('account', 7, 'amount', 7) AS payload), claimed AS (INSERT INTO hand_markers VALUES ('statement', gen_random_uuid()::text) ON CONFLICT DO NOTHING RETURNING true) UPDATE accounts SET balance = balance + (m.payload ->> 'amount')::bigint FROM message m WHERE id = (m.payload ->> 'account')::int AND EXISTS (SELECT FROM claimed)"
-)
 
 # Instructions of a single-user backend executing statement $1 $2 times (a line each: a
 # transaction each); the profile is kept in $work/$1-$2.out.
@@ -42,14 +35,14 @@ instructions() {
 }
 
 declare -A per_transaction
-for name in claim insert apply_plpgsql apply_sql statement; do
+for name in claim insert apply_plpgsql apply_sql apply_sql_atomic statement; do
     many=$(instructions "$name" "$calls")
     few=$(instructions "$name" "$warm")
     per_transaction[$name]=$(((many - few) / (calls - warm)))
-    printf '%-14s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
+    printf '%-17s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
 done
-for pair in claim/insert apply_plpgsql/statement apply_sql/statement; do
-    printf '%-24s %s times the instructions\n' "$pair" \
+for pair in claim/insert apply_plpgsql/statement apply_sql/statement apply_sql_atomic/statement; do
+    printf '%-27s %s times the instructions\n' "$pair" \
         "$(ratio "${per_transaction[${pair%/*}]}" "${per_transaction[${pair#*/}]}")"
 done
 

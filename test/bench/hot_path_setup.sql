@@ -1,7 +1,8 @@
 -- What test/bench/claim_apply_vs_sql.sh and test/bench/hot_path_instructions.sh compare the hot
 -- path with: a two-column text table with only its primary key, where hand-written SQL keeps
--- its markers, and the accounts a handler credits, written in PL/pgSQL and in SQL. (A blank line
--- ends each statement, for a single-user backend's -j mode.)
+-- its markers, and the accounts a handler credits, written in PL/pgSQL, in SQL, and in SQL with
+-- a standard body (BEGIN ATOMIC: parsed once, when the function is created). (A blank line ends
+-- each statement, for a single-user backend's -j mode.)
 
 CREATE EXTENSION inbox;
 
@@ -21,3 +22,9 @@ CREATE FUNCTION credit_sql(payload jsonb) RETURNS void LANGUAGE sql AS $$
     UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
     WHERE id = (payload ->> 'account')::int
 $$;
+
+CREATE FUNCTION credit_sql_atomic(payload jsonb) RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    UPDATE accounts SET balance = balance + (payload ->> 'amount')::bigint
+    WHERE id = (payload ->> 'account')::int;
+END;

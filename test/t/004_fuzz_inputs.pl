@@ -149,8 +149,16 @@ is($node->safe_psql('postgres', q{
         OR (outcome = 'false' AND marker_before AND marker_after)
         OR (outcome NOT IN ('true', 'false') AND marker_before = marker_after))}),
     '0', 'a marker appears exactly when apply answers true, and a handler error leaves none');
+# A call with valid inputs reaches its handler (random keys do not repeat: its message is new):
+# about 200 of the 3000 (both keys are within their limits in about a fifth of the calls, and a
+# handler apply accepts, with a payload it takes, is drawn in under half of those). Which
+# functions those are depends on the catalog, which each major changes (the same seed draws
+# other functions), and so does how many run to completion rather than raise (a cast of the
+# payload to int, say): 114 on 15, 93 on 19, of 201 and 195.
+cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM findings WHERE expected IS NULL}),
+    '>', 150, 'the random calls reached handlers many times');
 cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM findings WHERE outcome = 'true'}),
-    '>', 100, 'the random calls reached handlers many times');
+    '>', 50, 'and many of those handlers ran to completion');
 cmp_ok($node->safe_psql('postgres', q{
     SELECT count(*) FROM findings f JOIN pg_proc p ON p.oid = f.fn
     WHERE f.outcome = 'true' AND p.pronargs = 1}),

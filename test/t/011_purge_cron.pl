@@ -12,6 +12,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use InboxTest;
 
+require_extension('pg_cron', 'cron');
+
 my $debian_hba = <<'EOF_HBA';
 local   all             all                                     peer
 host    all             all             127.0.0.1/32            scram-sha-256

@@ -5,10 +5,26 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Test::More;
 use Time::HiRes qw(usleep);
 use Exporter 'import';
 
-our @EXPORT = qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill);
+our @EXPORT =
+  qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill require_extension);
+
+# Skips the whole test file, saying why, when the PostgreSQL under test (the pg_config of PATH)
+# has no extension $name installed: Debian packages pg_cron and pgTAP for a new major some time
+# after the major itself.
+sub require_extension
+{
+	my ($name, $package) = @_;
+	my $sharedir = `pg_config --sharedir`;
+	my $version = `pg_config --version`;
+	chomp($sharedir, $version);
+	return if -e "$sharedir/extension/$name.control";
+	my ($major) = $version =~ /^PostgreSQL (\d+)/;
+	plan skip_all => "$name is not installed for PostgreSQL $major (Debian: postgresql-$major-$package)";
+}
 
 # A node with the library preloaded and the given extra settings (postgresql.conf lines),
 # started. The option preload names other libraries to preload instead ('' for none); the other
@@ -56,15 +72,18 @@ sub wait_for_next_cycle
 }
 
 # kill -9 of a server process, recorded in tmp_check/deliberate-kills (beside the nodes' logs,
-# and emptied with them by each run) so that the log check of test/run.sh accepts it.
+# and emptied with them by each run) so that the log check of test/run.sh accepts it. With
+# may_have_exited => 1, a process already gone is no error: the answer is whether it was killed.
 sub deliberately_kill
 {
-	my ($pid) = @_;
+	my ($pid, %options) = @_;
 	my $record = "${PostgreSQL::Test::Utils::tmp_check}/deliberate-kills";
 	open(my $kills, '>>', $record) or die "$record: $!";
 	print $kills "$pid\n";
 	close($kills);
-	kill 'KILL', $pid or die "could not kill $pid: $!";
+	return 1 if kill 'KILL', $pid;
+	die "could not kill $pid: $!" unless $options{may_have_exited} && $!{ESRCH};
+	return 0;
 }
 
 1;
