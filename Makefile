@@ -70,7 +70,7 @@ all install compile-flags:
 	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
 endif
 
-.PHONY: deps demo test format format-check lint dist deb test-package compile-flags
+.PHONY: deps demo test test-upgrade format format-check lint dist deb test-package compile-flags
 
 # Installs the Debian packages the build, the demo and the tests need (no-op when present).
 deps:
@@ -95,6 +95,13 @@ else
 test:
 	scripts/as-root.sh scripts/major-chroot.sh $(PG_MAJOR) $(SUITES)
 endif
+
+# The TAP test of pg_upgrade from 15 to PG_MAJOR (17 or 18), in a chroot of PG_MAJOR's suite with
+# bookworm's PostgreSQL 15 beside it (scripts/major-chroot.sh, INBOX_UPGRADE_FROM).
+test-upgrade:
+	@test -n "$(filter-out 15,$(PG_MAJOR))" || { echo "make test-upgrade PG_MAJOR=17 (or 18): the major to upgrade 15 to" >&2; exit 2; }
+	scripts/as-root.sh env INBOX_UPGRADE_FROM=15 PROVE_TESTS=test/t/025_pg_upgrade.pl \
+		scripts/major-chroot.sh $(PG_MAJOR) tap
 
 CXX_FILES = $(wildcard src/*.cpp src/*.hpp src/*/*.cpp src/*/*.hpp test/unit/*.cpp examples/cpp/*.cpp)
 format:

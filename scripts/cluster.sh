@@ -7,7 +7,9 @@
 #   private_install ROOT SOURCE_DIR [MAKE_ARG ...]
 #                                         PostgreSQL as packaged plus SOURCE_DIR's extension
 #                                         (built with the make arguments), under ROOT; sets
-#                                         private_bindir and private_pgxs_dir
+#                                         private_bindir and private_pgxs_dir. The major is the
+#                                         one of pg_config on PATH, or of PG_CONFIG=... among
+#                                         the make arguments
 # DIR must not exist yet or be empty, and its parent must be reachable by the cluster user.
 
 if [ "$(id -u)" -eq 0 ]; then cluster_user=postgres; else cluster_user=$(id -un); fi
@@ -52,13 +54,16 @@ cluster_stop() {
 # and extensions next to itself, so `make install DESTDIR=` into the copy tests this tree without
 # touching (or needing root for) the system's installation.
 private_install() {
-    local root=$1 source_dir=$2 dir
+    local root=$1 source_dir=$2 pg_config=pg_config arg dir
     shift 2
-    for dir in "$(pg_config --pkglibdir)" "$(pg_config --sharedir)" "$(pg_config --bindir)"; do
+    for arg; do
+        case $arg in PG_CONFIG=*) pg_config=${arg#PG_CONFIG=} ;; esac
+    done
+    for dir in "$("$pg_config" --pkglibdir)" "$("$pg_config" --sharedir)" "$("$pg_config" --bindir)"; do
         mkdir -p "$root$(dirname "$dir")"
         [ -e "$root$dir" ] || cp -a "$dir" "$root$dir"
     done
     make -s -j2 -C "$source_dir" install DESTDIR="$root" "$@" >/dev/null || return 1
-    private_bindir="$root$(pg_config --bindir)"
-    private_pgxs_dir="$root$(dirname "$(pg_config --pgxs)")/.."
+    private_bindir="$root$("$pg_config" --bindir)"
+    private_pgxs_dir="$root$(dirname "$("$pg_config" --pgxs)")/.."
 }

@@ -7,6 +7,9 @@
 # SUITE: those of test/run.sh but style and lint, which check the sources whatever the major and
 # run on the machine itself; by default every other one. After --, COMMAND (a path in the tree,
 # such as test/bench/claim_apply_vs_sql.sh) runs instead of test/run.sh, in the built tree.
+# INBOX_UPGRADE_FROM=15: PostgreSQL 15 (from bookworm) is installed beside MAJOR, in a chroot of
+# its own (MAJOR-SUITE+15), and inbox is built for both: the TAP test of pg_upgrade from 15 to
+# MAJOR runs instead of skipping (`make test-upgrade PG_MAJOR=17`).
 #
 # The chroot is built once with mmdebstrap (scripts/debian-chroot.sh) into chroots/MAJOR-SUITE
 # (ignored by git, and left alone by make clean; or $INBOX_CHROOTS/MAJOR-SUITE) and reused; it is
@@ -65,8 +68,29 @@ packages=(
     rabbitmq-server python3 python3-psycopg python3-pika libpqxx-dev nodejs npm ca-certificates
 )
 
+# The older major of the pg_upgrade test, from its own suite: apt takes from the newer suite
+# what both have, and from the older one what only it has (that major and its libraries).
+upgrade_from=${INBOX_UPGRADE_FROM:-}
+variant=
+case $upgrade_from in
+'') ;;
+"$major")
+    echo "INBOX_UPGRADE_FROM: the major to upgrade from is older than $major" >&2
+    exit 2
+    ;;
+15)
+    sources+=("deb $mirror bookworm main")
+    packages+=("postgresql-$upgrade_from" "postgresql-server-dev-$upgrade_from")
+    variant=+$upgrade_from
+    ;;
+*)
+    echo "INBOX_UPGRADE_FROM: only 15 (bookworm) is an older major to upgrade from" >&2
+    exit 2
+    ;;
+esac
+
 # INBOX_CHROOTS: another directory for the chroots, to keep them across clones of the tree.
-chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite
+chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite$variant
 chroot_ready "$chroot_dir" "${packages[@]}"
 
 # This run's copy of the tree, inside the chroot (tree_files).
@@ -85,6 +109,9 @@ for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY NODE
     REGRESS ISOLATION PROVE_TESTS PROVE_FLAGS; do
     [ -n "${!name:-}" ] && passed_env+=("$name=${!name}")
 done
+if [ -n "$upgrade_from" ]; then
+    passed_env+=("UPGRADE_FROM_PG_CONFIG=/usr/lib/postgresql/$upgrade_from/bin/pg_config")
+fi
 
 inner_path=/usr/lib/postgresql/$major/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Runs that share the chroot share its /tmp, and their processes the same PIDs (each run has a PID

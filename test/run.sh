@@ -110,9 +110,23 @@ run_pgtap() {
         as_cluster_user pg_prove -h "$socket_dir" -U postgres -d inbox_pgtap "$work"/test/pgtap/*.sql
 }
 
+# UPGRADE_FROM_PG_CONFIG: the pg_config of an older major, for which this tree is built too, in
+# a copy of its own, and installed into a private copy of that major beside this one: the TAP
+# test of pg_upgrade (test/t/025_pg_upgrade.pl) upgrades from it instead of skipping.
+install_upgrade_from() {
+    [ -n "${UPGRADE_FROM_PG_CONFIG:-}" ] || return 0
+    local build="$work/upgrade-from"
+    mkdir "$build" && cp -r "$source_dir"/{Makefile,sources.mk,inbox.control,src,sql} "$build/" &&
+        make -s -C "$build" clean PG_CONFIG="$UPGRADE_FROM_PG_CONFIG" >/dev/null &&
+        private_install "$work/root" "$build" PG_CONFIG="$UPGRADE_FROM_PG_CONFIG" \
+            PG_CPPFLAGS=-DUSE_ASSERT_CHECKING ||
+        { echo "inbox does not build or install for $("$UPGRADE_FROM_PG_CONFIG" --version)"; return 1; }
+    export INBOX_UPGRADE_FROM_BINDIR=$private_bindir
+}
+
 # The TAP tests' nodes and their logs are in $work/tmp_check.
 run_tap() {
-    pgxs_installcheck REGRESS= ISOLATION=
+    install_upgrade_from && pgxs_installcheck REGRESS= ISOLATION=
 }
 
 # Payments through a private RabbitMQ node, with copies, requeues and a consumer killed

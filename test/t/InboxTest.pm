@@ -27,20 +27,26 @@ sub require_extension
 }
 
 # A node with the library preloaded and the given extra settings (postgresql.conf lines),
-# started. The option preload names other libraries to preload instead ('' for none); the other
-# options go to init. $settings may be a function of the node, for settings that name its
-# socket directory. Its databases are UTF8 with the C locale whatever the environment's locale,
-# as the tests' ids and ICU collations need.
+# started. The option preload names other libraries to preload instead ('' for none);
+# install_path, the installation of another major to run (bin/ and lib/ under it); start => 0
+# leaves it stopped; extra, more arguments of initdb; the other options go to init. $settings
+# may be a function of the node, for settings that name its socket directory. Its databases are
+# UTF8 with the C locale whatever the environment's locale, as the tests' ids and ICU collations
+# need.
 sub inbox_node
 {
 	my ($name, $settings, %init) = @_;
 	my $preload = delete $init{preload} // 'inbox';
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $install_path = delete $init{install_path};
+	my $start = delete $init{start} // 1;
+	my $extra = delete $init{extra} // [];
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		defined $install_path ? (install_path => $install_path) : ());
 	$settings = $settings->($node) if ref $settings eq 'CODE';
-	$node->init(extra => [ '--encoding=UTF8', '--no-locale' ], %init);
+	$node->init(extra => [ '--encoding=UTF8', '--no-locale', @$extra ], %init);
 	my $conf = ($preload eq '' ? '' : "shared_preload_libraries = '$preload'\n") . ($settings // '');
 	$node->append_conf('postgresql.conf', $conf) if $conf ne '';
-	$node->start;
+	$node->start if $start;
 	return $node;
 }
 

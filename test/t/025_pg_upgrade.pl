@@ -1,0 +1,202 @@
+# pg_upgrade from an older PostgreSQL major to this one keeps what inbox holds: every marker of
+# every consumer (a few thousand, ids of every stored form) is a duplicate afterwards, the
+# consumers keep their ids and settings, stored results and payload fingerprints answer as
+# before, a consumer's own retention still decides the purge, new claims and new consumers
+# work, and each database keeps its extension version until ALTER EXTENSION inbox UPDATE. What
+# lives in shared memory is not carried (docs/upgrading.md): the failed attempts and the
+# counters start anew, and the tables the DBA keeps them in before the upgrade come across.
+#
+# It needs the older major with inbox installed for it: INBOX_UPGRADE_FROM_BINDIR, its bindir
+# (test/run.sh sets it when UPGRADE_FROM_PG_CONFIG names that major's pg_config; `make
+# test-upgrade PG_MAJOR=17` runs it in a chroot with PostgreSQL 15 beside 17).
+use strict;
+use warnings;
+use File::Basename qw(dirname);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use InboxTest;
+
+my $old_bindir = $ENV{INBOX_UPGRADE_FROM_BINDIR};
+plan skip_all => 'no older major at hand: INBOX_UPGRADE_FROM_BINDIR names the bindir of one with '
+  . 'inbox installed (test/run.sh sets it from UPGRADE_FROM_PG_CONFIG; make test-upgrade PG_MAJOR=17)'
+  unless $old_bindir;
+
+# The purge workers run during the upgrade, as on a server where they are on; the database whose
+# expired markers the test purges itself is exempt. Both clusters have data checksums (18's
+# initdb enables them by default, and pg_upgrade wants the same on both sides).
+my $settings = "inbox.purge_interval = '1s'\n";
+my $old = inbox_node('old', $settings,
+	install_path => dirname($old_bindir), extra => ['--data-checksums']);
+my $new = inbox_node('new', $settings, extra => ['--data-checksums'], start => 0);
+my ($old_major, $new_major) = map { $_->pg_version->major } $old, $new;
+note "pg_upgrade from $old_major to $new_major";
+cmp_ok($old_major, '<', $new_major, 'the older major is older');
+
+$old->safe_psql('postgres', q{
+	CREATE DATABASE shop;
+	ALTER DATABASE shop SET inbox.purge_worker = off;
+	CREATE DATABASE legacy;
+	CREATE ROLE app LOGIN;
+});
+
+# shop, at 1.2 (the version this tree installs): three consumers with ids of every stored form
+# (canonical UUID, upper-case UUID, 16-byte ids, others), over a thousand each of UUIDs and of
+# numbered ids, so that the markers and their indexes span many pages; consumers' own settings,
+# a stored result, a payload's fingerprint, a forgotten marker, a message that failed up to its
+# consumer's limit, markers past shipping's retention, the application's grants.
+$old->safe_psql('shop', q{
+	CREATE EXTENSION inbox;
+	SELECT inbox.grant_access('app', 'consume');
+	CREATE TABLE ids (message_id text);
+	INSERT INTO ids VALUES ('0b6c1a2e-7f3a-4c9d-8e21-5a6b7c8d9e0f'), ('0B6C1A2E-7F3A-4C9D-8E21-5A6B7C8D9E0F'),
+		('abcdefghijklmnop'), ('abcdefghijklmnopq'), ('orders-2026-000123456'), (repeat('x', 128)),
+		(repeat(U&'\00E9', 64)), (U&'\00E9t\00E9-\2603'), ('a'), ('with space '), (U&'e\0301');
+	INSERT INTO ids SELECT gen_random_uuid()::text FROM generate_series(1, 1200);
+	INSERT INTO ids SELECT 'msg-' || g FROM generate_series(1, 1200) g;
+	SELECT count(inbox.claim(c, i.message_id)) FROM ids i, (VALUES ('billing'), ('shipping'), ('Billing')) v(c);
+	SELECT inbox.configure_consumer('billing', retention => '30 days', max_attempts => 3);
+	SELECT inbox.configure_consumer('shipping', retention => '2 hours 30 minutes');
+	INSERT INTO inbox.messages (consumer, message_id, processed_at)
+		SELECT 'shipping', 'old-' || g, now() - interval '3 hours' FROM generate_series(1, 500) g;
+	INSERT INTO inbox.messages (consumer, message_id, processed_at)
+		SELECT 'billing', 'old-' || g, now() - interval '3 hours' FROM generate_series(1, 500) g;
+	SELECT inbox.forget('billing', 'msg-1');
+	BEGIN;
+	SELECT outcome FROM inbox.receive('checkout', 'req-1', '{"sku": "A-1", "qty": 2}');
+	SELECT inbox.complete('checkout', 'req-1', '{"status": 201, "order": 7731}');
+	COMMIT;
+	SELECT outcome FROM inbox.receive('checkout', 'req-2', '{"sku": "B-7", "qty": 1}');
+});
+$old->safe_psql('shop', q{BEGIN; SELECT inbox.claim('billing', 'poison-1'); ROLLBACK;})
+  for 1 .. 3;
+is($old->safe_psql('shop', q{SELECT outcome FROM inbox.receive('billing', 'poison-1')}),
+	'poisoned', "on $old_major the message has failed up to billing's limit");
+
+# What the test compares with after the upgrade, and, as docs/upgrading.md asks of a DBA, the
+# failed attempts and the counters, which pg_upgrade does not carry.
+$old->safe_psql('shop', q{
+	CREATE TABLE markers_before AS SELECT consumer, message_id, processed_at FROM inbox.messages;
+	CREATE TABLE registry_before AS
+		SELECT id, name, retention, max_attempts, registered_at FROM inbox.consumer_registry;
+	CREATE TABLE inbox_attempts_before_upgrade AS SELECT * FROM inbox.attempts;
+	CREATE TABLE inbox_stats_before_upgrade AS SELECT * FROM inbox.stats;
+});
+cmp_ok($old->safe_psql('shop', 'SELECT count(*) FROM markers_before'), '>', 8000,
+	'thousands of markers before the upgrade');
+
+# legacy, at 1.1, as a database not updated yet is.
+$old->safe_psql('legacy', q{
+	CREATE EXTENSION inbox VERSION '1.1';
+	SELECT count(inbox.claim('orders', 'order-' || g)) FROM generate_series(1, 2000) g;
+	SELECT inbox.configure_consumer('orders', retention => '7 days');
+	CREATE TABLE markers_before AS SELECT consumer, message_id, processed_at FROM inbox.messages;
+});
+$old->stop;
+
+# The upgrade, as docs/upgrading.md gives it: a check first, then --link.
+my @upgrade = (
+	'pg_upgrade', '--no-sync',
+	'--old-bindir' => $old_bindir,
+	'--new-bindir' => $new->config_data('--bindir'),
+	'--old-datadir' => $old->data_dir,
+	'--new-datadir' => $new->data_dir,
+	'--old-port' => $old->port,
+	'--new-port' => $new->port,
+	'--socketdir' => $new->host);
+# pg_upgrade writes its logs in its working directory before it knows the new data directory.
+chdir ${PostgreSQL::Test::Utils::tmp_check};
+command_ok([ @upgrade, '--check' ], 'pg_upgrade --check passes');
+command_ok([ @upgrade, '--link' ], "pg_upgrade --link from $old_major to $new_major");
+$new->start;
+
+is( $new->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'")
+	  . ' ' . $new->safe_psql('legacy', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
+	'1.2 1.1', 'each database keeps its extension version');
+
+# What a database must answer after the upgrade, before any new write changes it.
+sub check_markers_kept
+{
+	my ($db, $label) = @_;
+	is( $new->safe_psql($db, q{
+			SELECT count(*) FROM markers_before b FULL JOIN inbox.messages m
+			    USING (consumer, message_id, processed_at)
+			WHERE b.consumer IS NULL OR m.consumer IS NULL}),
+		'0', "$label: every marker is there, ids and times as they were");
+	is( $new->safe_psql($db, q{
+			SELECT count(*) FILTER (WHERE inbox.claim(consumer, message_id)) FROM markers_before}),
+		'0', "$label: every message processed before is a duplicate");
+	return;
+}
+
+check_markers_kept('shop', 'shop, at 1.2');
+check_markers_kept('legacy', 'legacy, at 1.1 on the new major');
+is( $new->safe_psql('shop', q{
+		SELECT count(*) FROM (
+		    (TABLE registry_before
+		     EXCEPT ALL SELECT id, name, retention, max_attempts, registered_at FROM inbox.consumer_registry)
+		    UNION ALL
+		    (SELECT id, name, retention, max_attempts, registered_at FROM inbox.consumer_registry
+		     EXCEPT ALL TABLE registry_before)) d}),
+	'0', 'every consumer keeps its id and its settings');
+is( $new->safe_psql('shop', q{
+		SELECT outcome || ' ' || result FROM inbox.receive('checkout', 'req-1', '{"qty": 2, "sku": "A-1"}')}),
+	'duplicate {"order": 7731, "status": 201}', 'a duplicate comes with its stored result');
+is( $new->safe_psql('shop', q{
+		SELECT outcome FROM inbox.receive('checkout', 'req-2', '{"sku": "B-7", "qty": 9}')}),
+	'payload_mismatch', 'another payload under a known id is a mismatch');
+
+# Shared memory starts anew: no failed attempts, counters from zero since the first start; what
+# the DBA kept in tables came across, and the query of docs/upgrading.md finds the poisoned one.
+is($new->safe_psql('shop', 'SELECT count(*) FROM inbox.attempts'),
+	'0', 'the failed attempts are not carried');
+is( $new->safe_psql('shop', q{
+		SELECT a.message_id || ' ' || a.failures
+		FROM inbox_attempts_before_upgrade a
+		JOIN inbox.consumers c ON c.consumer = a.consumer
+		WHERE a.failures >= c.max_attempts}),
+	'poison-1 3', 'the attempts kept before the upgrade name the poisoned message');
+is( $new->safe_psql('shop', q{
+		SELECT count(*) FROM inbox_stats_before_upgrade WHERE consumer = 'billing' AND applied > 0}),
+	'1', 'the counters kept before the upgrade came across');
+
+# New work: a new message is processed once, a new consumer registers above the highest id, the
+# application role still claims, the forgotten message is new.
+is($new->safe_psql('shop', q{SELECT inbox.claim('billing', 'after-1')}),
+	't', 'a new message is processed');
+is($new->safe_psql('shop', q{SELECT inbox.claim('billing', 'after-1')}),
+	'f', 'and its copy is a duplicate');
+is($new->safe_psql('shop', q{SELECT inbox.claim('billing', 'msg-1')}),
+	't', 'the message forgotten before the upgrade is new');
+is( $new->safe_psql('shop', q{SELECT inbox.claim('newcomer', 'n-1')}, extra_params => [ '-U', 'app' ]),
+	't', 'the application role registers a new consumer');
+is( $new->safe_psql('shop', q{
+		SELECT (SELECT id FROM inbox.consumer_registry WHERE name = 'newcomer')
+		       - (SELECT max(id) FROM registry_before)}),
+	'1', 'the new consumer takes the id above the highest');
+is( $new->safe_psql('shop', q{SELECT applied FROM inbox.stats WHERE consumer = 'newcomer'}),
+	'1', 'the counters count again');
+
+# Retention: shipping's own window (2 h 30 min) purges its 500 markers of three hours ago,
+# billing's (30 days) keeps its own.
+$new->safe_psql('shop', 'CALL inbox.purge()');
+is( $new->safe_psql('shop', q{
+		SELECT string_agg(consumer || ' ' || count, ', ' ORDER BY consumer) FROM (
+		    SELECT b.consumer, count(*) FROM markers_before b
+		    WHERE NOT EXISTS (SELECT FROM inbox.messages m
+		                      WHERE (m.consumer, m.message_id) = (b.consumer, b.message_id))
+		    GROUP BY b.consumer) gone}),
+	'shipping 500', "the purge honours each consumer's retention");
+
+# ALTER EXTENSION inbox UPDATE: nothing to do at 1.2; 1.1 goes to 1.2 and keeps every marker.
+$new->safe_psql('shop', 'ALTER EXTENSION inbox UPDATE');
+$new->safe_psql('legacy', 'ALTER EXTENSION inbox UPDATE');
+is( $new->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'")
+	  . ' ' . $new->safe_psql('legacy', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
+	'1.2 1.2', 'ALTER EXTENSION inbox UPDATE brings the 1.1 database to 1.2');
+check_markers_kept('legacy', 'legacy, updated to 1.2');
+is( $new->safe_psql('legacy', q{SELECT retention FROM inbox.consumers WHERE consumer = 'orders'}),
+	'7 days', "legacy: the consumer's retention is kept through the update");
+
+$new->stop;
+done_testing();
