@@ -34,7 +34,7 @@ citus_file=etc/inbox-citus-tag
 
 # major-chroot.sh's chroot of this major (named MAJOR-SUITE there), built when missing: its run
 # of the Citus suite only reports the suite skipped.
-base_chroot() { find "$chroots" -maxdepth 1 -name "$major-*" -type d ! -name '*.partial' | head -1; }
+base_chroot() { find "$chroots" -maxdepth 1 -name "$major-*" -type d ! -name '*.partial' ! -name '*+*' | head -1; }
 if [ -z "$(base_chroot)" ] || [ ! -e "$(base_chroot)/$recipe_file" ]; then
     "$source_dir/scripts/major-chroot.sh" "$major" citus
 fi

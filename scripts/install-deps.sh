@@ -9,6 +9,7 @@ packages=(
     libipc-run-perl sqlsmith
     rabbitmq-server python3-psycopg python3-pika libpqxx-dev
     prometheus
+    mmdebstrap # the chroots of the other majors (scripts/major-chroot.sh)
 )
 
 missing=()

@@ -3,6 +3,9 @@
 # packages it (run as root: scripts/as-root.sh; `make test PG_MAJOR=17` calls it so):
 #   scripts/major-chroot.sh MAJOR [SUITE ...]
 #   scripts/major-chroot.sh MAJOR -- COMMAND [ARGUMENT ...]
+#   scripts/major-chroot.sh --prepare MAJOR [SUITE ...]
+# --prepare: only build the chroot and install what the suites need, running nothing (CI builds
+# the chroots so while the suites run on the machine).
 # MAJOR: 15 (bookworm), 17 (trixie), 18 (sid), 19 (sid, with postgresql-19 from experimental).
 # SUITE: those of test/run.sh but style and lint, which check the sources whatever the major and
 # run on the machine itself; by default every other one. After --, COMMAND (a path in the tree,
@@ -30,6 +33,11 @@ usage() {
     echo "usage: $0 MAJOR [SUITE ...] | MAJOR -- COMMAND [ARGUMENT ...]   (MAJOR: 15, 17, 18 or 19)" >&2
     exit 2
 }
+prepare_only=false
+if [ "${1:-}" = --prepare ]; then
+    prepare_only=true
+    shift
+fi
 (($# >= 1)) || usage
 major=$1
 shift
@@ -59,14 +67,22 @@ debian_suite "$major"
 extensions=(cron pgtap)
 [ "$major" = 19 ] && extensions=()
 
-# What the build and the suites need, as install-deps.sh installs it on the machine (but for
-# clang-format and clang-tidy, of style and lint, and Citus, which Debian does not package: the
-# Citus suite reports itself skipped).
+# What the build and the suites unit, regress, isolation, pgtap, tap and docs need, as
+# install-deps.sh installs it on the machine (but for clang-format and clang-tidy, of style and
+# lint, and Citus, which Debian does not package: the Citus suite reports itself skipped).
 packages=(
     "postgresql-$major" "postgresql-server-dev-$major" "${extensions[@]/#/postgresql-$major-}" pgtap
-    build-essential cmake libgtest-dev libipc-run-perl prometheus
-    rabbitmq-server python3 python3-psycopg python3-pika libpqxx-dev nodejs npm ca-certificates
+    build-essential cmake libgtest-dev libipc-run-perl prometheus python3
 )
+
+# What broker and examples need beyond that (Erlang, Node.js and its modules: two thirds of a
+# chroot that held everything), installed the first time a run asks for those suites.
+suite_packages() {
+    case $1 in
+    broker) echo rabbitmq-server python3-psycopg python3-pika ;;
+    examples) echo libpqxx-dev nodejs npm python3-psycopg ca-certificates ;;
+    esac
+}
 
 # The older major of the pg_upgrade test, from its own suite: apt takes from the newer suite
 # what both have, and from the older one what only it has (that major and its libraries).
@@ -93,6 +109,32 @@ esac
 chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite$variant
 chroot_ready "$chroot_dir" "${packages[@]}"
 
+# Installs what the suites asked for need and the chroot lacks. The services their packages
+# would start (RabbitMQ) stay down: the suites start their own.
+install_suite_packages() {
+    local wanted=() missing=() package suite_name
+    for suite_name in "${suites[@]}"; do
+        read -ra wanted <<<"$(suite_packages "$suite_name")"
+        for package in "${wanted[@]}"; do
+            chroot "$chroot_dir" dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null |
+                grep -qx installed || missing+=("$package")
+        done
+    done
+    ((${#missing[@]})) || return 0
+    echo "installing into the chroot: ${missing[*]}"
+    local started=$SECONDS
+    cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
+    printf '#!/bin/sh\nexit 101\n' >"$chroot_dir/usr/sbin/policy-rc.d"
+    chmod 755 "$chroot_dir/usr/sbin/policy-rc.d"
+    chroot_run "$chroot_dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+        sh -c 'apt-get update -qq && apt-get install -y -qq "$@" >/dev/null' install "${missing[@]}" ||
+        { echo "could not install ${missing[*]} into the chroot" >&2; return 1; }
+    rm -f "$chroot_dir/usr/sbin/policy-rc.d"
+    echo "installed in $((SECONDS - started)) s"
+}
+install_suite_packages
+if $prepare_only; then exit 0; fi
+
 # This run's copy of the tree, inside the chroot (tree_files).
 run_dir=$(mktemp -d "$chroot_dir/tmp/inbox-tree.XXXXXX")
 chmod 755 "$run_dir"
@@ -101,6 +143,7 @@ inner_dir=${run_dir#"$chroot_dir"}
 # npm (the Node example) reaches its registry as the machine does: its name server, the
 # certificate authorities it trusts (a proxy's, say), its proxy settings.
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
+mkdir -p "$chroot_dir/etc/ssl/certs"
 cp /etc/ssl/certs/ca-certificates.crt "$chroot_dir/etc/ssl/certs/ca-certificates.crt"
 # What the run takes from the caller's environment: that, and the subsets of test/run.sh
 # (REGRESS=purge, ISOLATION=batches, PROVE_TESTS=test/t/011_purge_cron.pl).
