@@ -48,12 +48,7 @@ $old->safe_psql('postgres', q{
 $old->safe_psql('shop', q{
 	CREATE EXTENSION inbox;
 	SELECT inbox.grant_access('app', 'consume');
-	CREATE TABLE ids (message_id text);
-	INSERT INTO ids VALUES ('0b6c1a2e-7f3a-4c9d-8e21-5a6b7c8d9e0f'), ('0B6C1A2E-7F3A-4C9D-8E21-5A6B7C8D9E0F'),
-		('abcdefghijklmnop'), ('abcdefghijklmnopq'), ('orders-2026-000123456'), (repeat('x', 128)),
-		(repeat(U&'\00E9', 64)), (U&'\00E9t\00E9-\2603'), ('a'), ('with space '), (U&'e\0301');
-	INSERT INTO ids SELECT gen_random_uuid()::text FROM generate_series(1, 1200);
-	INSERT INTO ids SELECT 'msg-' || g FROM generate_series(1, 1200) g;
+} . message_ids_sql(1200) . q{
 	SELECT count(inbox.claim(c, i.message_id)) FROM ids i, (VALUES ('billing'), ('shipping'), ('Billing')) v(c);
 	SELECT inbox.configure_consumer('billing', retention => '30 days', max_attempts => 3);
 	SELECT inbox.configure_consumer('shipping', retention => '2 hours 30 minutes');

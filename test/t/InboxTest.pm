@@ -10,7 +10,8 @@ use Time::HiRes qw(usleep);
 use Exporter 'import';
 
 our @EXPORT =
-  qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill require_extension);
+  qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill require_extension
+  message_ids_sql);
 
 # Skips the whole test file, saying why, when the PostgreSQL under test (the pg_config of PATH)
 # has no extension $name installed: Debian packages pg_cron and pgTAP for a new major some time
@@ -58,6 +59,22 @@ sub add_markers
 		"INSERT INTO inbox.messages (consumer, message_id, processed_at) "
 		  . "SELECT '$consumer', '$consumer-' || i || '-' || clock_timestamp(), "
 		  . "now() - interval '$age' FROM generate_series(1, $count) i");
+}
+
+# SQL creating the table ids(message_id) of message ids of every form the store keeps apart (a
+# UUID in both cases, 16 and 17 characters, a long and a multibyte id, one decomposed), then
+# $count random UUIDs and the ids 'msg-1' to 'msg-$count'.
+sub message_ids_sql
+{
+	my ($count) = @_;
+	return q{
+	CREATE TABLE ids (message_id text);
+	INSERT INTO ids VALUES ('0b6c1a2e-7f3a-4c9d-8e21-5a6b7c8d9e0f'), ('0B6C1A2E-7F3A-4C9D-8E21-5A6B7C8D9E0F'),
+		('abcdefghijklmnop'), ('abcdefghijklmnopq'), ('orders-2026-000123456'), (repeat('x', 128)),
+		(repeat(U&'\00E9', 64)), (U&'\00E9t\00E9-\2603'), ('a'), ('with space '), (U&'e\0301');
+}
+	  . "INSERT INTO ids SELECT gen_random_uuid()::text FROM generate_series(1, $count);\n"
+	  . "INSERT INTO ids SELECT 'msg-' || g FROM generate_series(1, $count) g;\n";
 }
 
 sub marker_count
