@@ -16,9 +16,11 @@ INBOX_SOURCES = \
 	src/store/marker_ops.cpp \
 	src/store/marker_store_1_0.cpp \
 	src/store/marker_forms.cpp \
+	src/store/consumer_access.cpp \
 	src/store/consumer_registration.cpp \
 	src/store/consumer_registry.cpp \
 	src/store/messages_delete.cpp \
+	src/stats/consumer_visibility.cpp \
 	src/stats/stats_table.cpp \
 	src/stats/citus_counters.cpp \
 	src/stats/stats_functions.cpp \

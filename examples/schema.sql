@@ -1,4 +1,6 @@
--- What the example consumers need in their database (psql -d yourdb -f examples/schema.sql).
+-- What the example consumers need in their database:
+--   psql -d yourdb -v consumer_role=app -f examples/schema.sql
+-- for consumers that connect as the role app (without -v, as the role running this script).
 
 CREATE EXTENSION IF NOT EXISTS inbox;
 
@@ -12,6 +14,15 @@ CREATE FUNCTION apply_payment(payment jsonb) RETURNS void LANGUAGE sql AS $$
     ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + EXCLUDED.balance
 $$;
 
+-- The consumers' role: the extension's functions for consumers, and the handler's table.
+\if :{?consumer_role}
+SELECT inbox.grant_access(:'consumer_role', 'consume');
+GRANT SELECT, INSERT, UPDATE ON accounts TO :"consumer_role";
+\else
+\set consumer_role :USER
+\endif
+
+-- The consumer payments belongs to that role: no other may claim, skip or poison its messages.
 -- After 3 failed deliveries a message is poisoned: the consumers send it to the dead-letter
 -- queue instead of failing on it for ever.
-SELECT inbox.configure_consumer('payments', max_attempts => 3);
+SELECT inbox.configure_consumer('payments', max_attempts => 3, owner => :'consumer_role');

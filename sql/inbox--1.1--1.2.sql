@@ -12,12 +12,42 @@ ALTER TABLE inbox.consumer_registry ALTER COLUMN id DROP DEFAULT;
 ALTER EXTENSION inbox DROP SEQUENCE inbox.consumer_registry_id_seq;
 DROP SEQUENCE inbox.consumer_registry_id_seq;
 
+-- ---- grants carried to a function that replaces another -----------------------------------
+-- What 1.2 replaces keeps its grants: the roles that could execute the function replaced may
+-- execute its successor, in a dump too. A grant made by an extension script counts as the
+-- extension's own (pg_init_privs), which pg_dump leaves out, so the initial privileges are set
+-- back to those of a fresh installation once the grants are made. Used by this script only.
+CREATE FUNCTION inbox.grant_execute_like(replaced regprocedure, successor regprocedure)
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    grantee pg_catalog.regrole;
+    initial pg_catalog.aclitem[];
+BEGIN
+    SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
+    WHERE i.objoid OPERATOR(pg_catalog.=) successor
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    FOR grantee IN
+        SELECT a.grantee::pg_catalog.regrole
+        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+        WHERE p.oid OPERATOR(pg_catalog.=) replaced
+          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          AND a.grantee OPERATOR(pg_catalog.<>) 0
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', successor, grantee);
+    END LOOP;
+    UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
+    WHERE i.objoid OPERATOR(pg_catalog.=) successor
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.=) 0;
+END $$;
+
 -- ---- failed attempts by consumer name -------------------------------------------------------
 -- Failed attempts are kept by the consumer's name (and the registry's incarnation), not its id:
 -- a consumer whose first claims all rolled back is not registered, yet its failures count and
--- show. The roles that could read them keep the right to, in a dump too: a grant made by an
--- extension script counts as the extension's own (pg_init_privs), which pg_dump leaves out, so the
--- initial privileges are set back to those of a fresh installation once the grants are made.
+-- show. The roles that could read them keep the right to.
 CREATE FUNCTION inbox.failed_attempts(OUT consumer text, OUT message_id text,
                                       OUT failures integer, OUT last_sqlstate text,
                                       OUT last_message text, OUT last_failed_at timestamptz)
@@ -27,30 +57,7 @@ AS 'MODULE_PATHNAME', 'inbox_failed_attempts';
 COMMENT ON FUNCTION inbox.failed_attempts() IS
     'The failed attempts kept for this database (shared memory; none without shared_preload_libraries).';
 REVOKE ALL ON FUNCTION inbox.failed_attempts() FROM PUBLIC;
-DO $grants$
-DECLARE
-    grantee pg_catalog.regrole;
-    initial pg_catalog.aclitem[];
-BEGIN
-    SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
-    WHERE i.objoid OPERATOR(pg_catalog.=) 'inbox.failed_attempts()'::pg_catalog.regprocedure
-      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-      AND i.objsubid OPERATOR(pg_catalog.=) 0;
-    FOR grantee IN
-        SELECT a.grantee::pg_catalog.regrole
-        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-        WHERE p.oid OPERATOR(pg_catalog.=) 'inbox.attempt_entries()'::pg_catalog.regprocedure
-          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-          AND a.grantee OPERATOR(pg_catalog.<>) 0
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION inbox.failed_attempts() TO %s', grantee);
-    END LOOP;
-    UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
-    WHERE i.objoid OPERATOR(pg_catalog.=) 'inbox.failed_attempts()'::pg_catalog.regprocedure
-      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-      AND i.objsubid OPERATOR(pg_catalog.=) 0;
-END $grants$;
+SELECT inbox.grant_execute_like('inbox.attempt_entries()', 'inbox.failed_attempts()');
 
 CREATE OR REPLACE VIEW inbox.attempts AS
 SELECT a.consumer COLLATE pg_catalog."C" AS consumer, a.message_id COLLATE pg_catalog."C" AS message_id,
@@ -109,7 +116,7 @@ BEGIN
             'inbox.message_key(text)'
         WHEN 'operate' THEN
             'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
-            'inbox.configure_consumer(text, interval, integer)'
+            'inbox.configure_consumer(text, interval, integer, regrole)'
         WHEN 'monitor' THEN
             'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
     END;
@@ -199,3 +206,33 @@ CREATE OR REPLACE VIEW inbox.workers AS
            w.last_cycle_deleted, w.total_deleted, w.last_error, w.blocked_since, w.last_error_at
     FROM inbox.worker_status_1_2() w
     LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) w.database_oid;
+
+-- ---- consumers with owners ------------------------------------------------------------------
+-- A consumer may have an owner: only the roles with its privileges, and superusers, may then act
+-- for it (src/store/consumer_access.hpp). A regrole: a dump names the role, pg_upgrade keeps the
+-- roles' OIDs. Every consumer of 1.1 stays open.
+ALTER TABLE inbox.consumer_registry ADD COLUMN owner regrole;
+
+CREATE OR REPLACE VIEW inbox.consumers AS
+SELECT r.name AS consumer, r.retention, r.max_attempts, r.registered_at, r.owner
+FROM inbox.consumer_registry r;
+COMMENT ON VIEW inbox.consumers IS
+    'One row per consumer that has claimed or been configured; a NULL retention means '
+    'inbox.retention, a NULL owner that every role that may call the functions may act for it.';
+
+-- configure_consumer gains the owner: replaced, its grants with it.
+CREATE FUNCTION inbox.configure_consumer(consumer text, retention interval DEFAULT NULL,
+                                         max_attempts integer DEFAULT NULL,
+                                         owner regrole DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_configure_consumer';
+COMMENT ON FUNCTION inbox.configure_consumer(text, interval, integer, regrole) IS
+    'Sets a consumer''s own retention, failure limit and owner (NULL: the defaults, no owner); '
+    'registers it when new.';
+REVOKE ALL ON FUNCTION inbox.configure_consumer(text, interval, integer, regrole) FROM PUBLIC;
+SELECT inbox.grant_execute_like('inbox.configure_consumer(text, interval, integer)',
+                                'inbox.configure_consumer(text, interval, integer, regrole)');
+DROP FUNCTION inbox.configure_consumer(text, interval, integer);
+
+DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);

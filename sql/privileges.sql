@@ -89,7 +89,7 @@ GRANT EXECUTE ON FUNCTION inbox.claim(text, text),
                           inbox.claim_batch(text, text[]),
                           inbox.apply_batch(text, regprocedure, jsonb) TO regress_readme_app;
 GRANT EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(),
-                          inbox.configure_consumer(text, interval, integer) TO regress_readme_ops;
+                          inbox.configure_consumer(text, interval, integer, regrole) TO regress_readme_ops;
 GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO regress_readme_ops;
 GRANT SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts TO regress_readme_monitoring;
 GRANT EXECUTE ON FUNCTION inbox.stats_counters(), inbox.marker_counts(),

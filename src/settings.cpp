@@ -22,6 +22,7 @@ bool purge_worker_enabled = true;
 int purge_log_level = LOG;
 bool track_stats = true;
 bool allow_drop_with_markers = false;
+int consumer_registration = static_cast<int>(ConsumerRegistration::automatic);
 int stats_max_consumers = 1000;
 int attempts_max_messages = 10000;
 
@@ -38,6 +39,11 @@ const ParsedRetention* retention_in_force = nullptr;
 
 const struct config_enum_entry purge_log_levels[] = {
     {"log", LOG, false}, {"debug1", DEBUG1, false}, {nullptr, 0, false}};
+
+const struct config_enum_entry consumer_registrations[] = {
+    {"auto", static_cast<int>(ConsumerRegistration::automatic), false},
+    {"configured", static_cast<int>(ConsumerRegistration::configured), false},
+    {nullptr, 0, false}};
 
 constexpr const char* retention_hint =
     "Write a number with its unit: '30d', '720h', '90min' or '3600s'.";
@@ -127,6 +133,15 @@ void define_safety_settings() {
         "Off, every way of dropping the extension (DROP EXTENSION, DROP SCHEMA ... CASCADE, "
         "DROP OWNED) is refused while markers exist.",
         &allow_drop_with_markers, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // SUSET: it is a database's policy, which a session of the roles it binds must not lift;
+    // superusers set it per database with ALTER DATABASE ... SET. The default keeps 1.1's
+    // behaviour, which a library upgrade must not change under running consumers.
+    DefineCustomEnumVariable(
+        "inbox.consumer_registration", "Who registers a new consumer.",
+        "auto: its first claim registers it; configured: only inbox.configure_consumer does, and "
+        "a claim for an unknown consumer is refused.",
+        &consumer_registration, static_cast<int>(ConsumerRegistration::automatic),
+        consumer_registrations, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 }
 
 void define_statistics_settings() {

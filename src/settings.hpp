@@ -16,6 +16,9 @@ extern bool purge_worker_enabled;
 extern int purge_log_level;
 // Whether DROP EXTENSION inbox may delete markers (inbox.allow_drop_with_markers).
 extern bool allow_drop_with_markers;
+// Who registers a consumer (inbox.consumer_registration).
+enum class ConsumerRegistration { automatic, configured };
+extern int consumer_registration;  // a ConsumerRegistration
 // Whether claims are counted for inbox.stats.
 extern bool track_stats;
 // Consumers with counters of their own, all databases together (postmaster setting; defined

@@ -60,7 +60,7 @@ struct StoredMarker {
 bool claim_marker(const MarkerIdentity& identity, bool refuse_poisoned, StoredMarker* stored) {
     pg::spi_connect();
     Consumer& consumer = stored->consumer;
-    find_consumer(identity.consumer, true, &consumer);
+    find_consumer_to_act(identity.consumer, Registration::by_claim, &consumer);
     store_message_id(identity.message_id, &stored->key);
     if (refuse_poisoned && consumer.max_attempts > 0) {
         int32 failures = earlier_failures(consumer, stored->key);
@@ -78,7 +78,7 @@ bool forget_marker(const MarkerIdentity& identity) {
     pg::spi_connect();
     bool removed = false;
     Consumer consumer;
-    if (find_consumer(identity.consumer, false, &consumer)) {  // else no marker either
+    if (find_consumer_to_act(identity.consumer, Registration::none, &consumer)) {  // else no marker
         MessageKey stored;
         store_message_id(identity.message_id, &stored);
         removed = forget_claimed_marker(consumer, &stored);

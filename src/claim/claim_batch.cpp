@@ -198,7 +198,7 @@ PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
 
     pg::spi_connect();
     Consumer consumer;
-    find_consumer(consumer_name, true, &consumer);
+    find_consumer_to_act(consumer_name, Registration::by_claim, &consumer);
     claim_batch_messages(consumer, &batch);
     SPI_finish();
 
@@ -235,7 +235,7 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
 
     pg::spi_connect();
     Consumer consumer;
-    find_consumer(consumer_name, true, &consumer);
+    find_consumer_to_act(consumer_name, Registration::by_claim, &consumer);
     if (consumer.max_attempts > 0) find_poisoned(consumer, consumer_name, &batch);
     claim_batch_messages(consumer, &batch);
     SPI_finish();

@@ -1,5 +1,6 @@
-// inbox.configure_consumer: a consumer's own retention, which the purge follows, and its
-// max_attempts, past which its claims answer poisoned; both kept in its registry row.
+// inbox.configure_consumer: a consumer's own retention, which the purge follows, its
+// max_attempts, past which its claims answer poisoned, and (1.2) its owner, the role whose members
+// alone may act for it; all kept in its registry row.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -32,7 +33,12 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("max_attempts must be at least 1"),
                         errhint("NULL lets a message fail any number of times.")));
-    configure_consumer(consumer, retention, max_attempts);
+    // 1.1's declaration has no owner (ConsumerSettings).
+    NullableDatum owner = {.value = PG_NARGS() > 3 ? PG_GETARG_DATUM(3) : (Datum)0,
+                           .isnull = PG_NARGS() > 3 && PG_ARGISNULL(3)};
+    configure_consumer(consumer, ConsumerSettings{.retention = retention,
+                                                  .max_attempts = max_attempts,
+                                                  .owner = PG_NARGS() > 3 ? &owner : nullptr});
     if (!max_attempts.isnull) warn_unless_attempts_counted(consumer);
     PG_RETURN_VOID();
 }

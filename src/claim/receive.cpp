@@ -64,7 +64,8 @@ void insert_within_a_millisecond(void* argument) {
     (void)set_config_option("lock_timeout", "1", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
                             0, false);
     if (distributed) set_lock_timeout_on_workers("1");
-    if (insert->consumer->id == 0) find_consumer(insert->consumer->name, true, insert->consumer);
+    if (insert->consumer->id == 0)
+        find_consumer_to_act(insert->consumer->name, Registration::by_claim, insert->consumer);
     insert->inserted = insert_claimed_marker(*insert->consumer, insert->key);
     // The workers' connections serve the rest of the caller's transaction.
     if (distributed) set_lock_timeout_on_workers(session_timeout);
@@ -99,7 +100,9 @@ Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_p
     pg::spi_connect();
     Consumer consumer;
     // Without waiting, a new consumer registers within the marker's insert (below).
-    if (!find_consumer(consumer_name, wait, &consumer)) consumer = {0, 0, consumer_name};
+    Registration registration = wait ? Registration::by_claim : Registration::none;
+    if (!find_consumer_to_act(consumer_name, registration, &consumer))
+        consumer = {0, 0, InvalidOid, consumer_name};
     MessageKey key;
     store_message_id(message_id, &key);
     receipt.attempts = earlier_failures(consumer, key);
@@ -167,7 +170,7 @@ PGDLLEXPORT Datum inbox_complete(PG_FUNCTION_ARGS) {
     Consumer consumer;
     MessageKey key;
     store_message_id(message_id, &key);
-    bool kept = find_consumer(consumer_name, false, &consumer) &&
+    bool kept = find_consumer_to_act(consumer_name, Registration::none, &consumer) &&
                 keep_result(consumer.id, &key, PG_GETARG_DATUM(2));
     SPI_finish();
     if (!kept)

@@ -14,6 +14,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "stats/attempts_table.hpp"
+#include "stats/consumer_visibility.hpp"
 #include "store/consumer_registry.hpp"
 #include "store/marker_table.hpp"
 
@@ -52,7 +53,7 @@ extern "C" {
 
 // inbox.failed_attempts(): the failures kept for the current database, behind inbox.attempts,
 // each by its consumer's name (registered or not: the first claims of a consumer may all have
-// rolled back, its registration with them).
+// rolled back, its registration with them). A consumer's failures only to those who may see it.
 PG_FUNCTION_INFO_V1(inbox_failed_attempts);
 PGDLLEXPORT Datum inbox_failed_attempts(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
@@ -60,8 +61,14 @@ PGDLLEXPORT Datum inbox_failed_attempts(PG_FUNCTION_ARGS) {
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     int count = 0;
     KeptAttempt* attempts = current_attempts(&count);
-    for (int i = 0; i < count; i++)
-        put_attempt_row(result, PointerGetDatum(consumer_of(attempts[i].key)), attempts[i]);
+    ConsumerVisibility visibility = consumer_visibility();
+    pg::spi_connect();
+    for (int i = 0; i < count; i++) {
+        text* consumer = consumer_of(attempts[i].key);
+        if (consumer_visible(visibility, consumer))
+            put_attempt_row(result, PointerGetDatum(consumer), attempts[i]);
+    }
+    SPI_finish();
     return (Datum)0;
 }
 
@@ -77,7 +84,7 @@ PGDLLEXPORT Datum inbox_attempt_entries(PG_FUNCTION_ARGS) {
     pg::spi_connect();
     for (int i = 0; i < count; i++) {
         Consumer consumer;
-        if (find_consumer(consumer_of(attempts[i].key), false, &consumer))
+        if (find_consumer(consumer_of(attempts[i].key), Registration::none, &consumer))
             put_attempt_row(result, Int16GetDatum(consumer.id), attempts[i]);
     }
     SPI_finish();

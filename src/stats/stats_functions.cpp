@@ -10,7 +10,9 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
+#include "pg/spi.hpp"
 #include "stats/citus_counters.hpp"
+#include "stats/consumer_visibility.hpp"
 #include "stats/stats_table.hpp"
 
 namespace {
@@ -47,7 +49,7 @@ extern "C" {
 
 // One row per tracked consumer of the current database, then the database row (NULL consumer:
 // claims of consumers that found the table full). No rows without the preload. On a Citus
-// coordinator, the counts of the whole cluster.
+// coordinator, the counts of the whole cluster. A consumer's row only to those who may see it.
 PG_FUNCTION_INFO_V1(inbox_stats_counters);
 PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
@@ -56,9 +58,14 @@ PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
 
     StatsSnapshot snapshot = stats_table_snapshot(MyDatabaseId);
     add_worker_node_counters(&snapshot);
-    for (int i = 0; i < snapshot.consumer_count; i++)
-        put_row(result, snapshot.consumers[i].consumer, snapshot.consumers[i].counters,
-                snapshot.counting_since);
+    ConsumerVisibility visibility = consumer_visibility();
+    pg::spi_connect();
+    for (int i = 0; i < snapshot.consumer_count; i++) {
+        const char* consumer = snapshot.consumers[i].consumer;
+        if (consumer_visible(visibility, cstring_to_text(consumer)))
+            put_row(result, consumer, snapshot.consumers[i].counters, snapshot.counting_since);
+    }
+    SPI_finish();
     put_row(result, nullptr, snapshot.untracked, snapshot.counting_since);
     return (Datum)0;
 }

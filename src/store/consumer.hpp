@@ -9,5 +9,6 @@ extern "C" {
 struct Consumer {
     int16 id;
     int32 max_attempts;  // 0: no limit
+    Oid owner;           // InvalidOid: open to every role that may call the functions
     text* name;          // as the caller gave it: what its failed attempts are known by
 };

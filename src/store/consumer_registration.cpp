@@ -136,6 +136,7 @@ bool insert_consumer(text* consumer, Consumer* registered) {
         // Its id only: a worker node reads the registry at every claim, settings included.
         registered->id = register_by_coordinator(consumer);
         registered->max_attempts = 0;
+        registered->owner = InvalidOid;
         return true;
     }
     int32 id = first_candidate();
@@ -155,6 +156,7 @@ bool insert_consumer(text* consumer, Consumer* registered) {
             SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
         registered->id = static_cast<int16>(id);
         registered->max_attempts = isnull ? 0 : DatumGetInt32(max_attempts);
+        registered->owner = InvalidOid;  // configure_consumer gives one
         return true;
     }
     report_registry_full(consumer);

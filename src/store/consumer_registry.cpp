@@ -5,7 +5,10 @@
 // itself changes (relcache invalidation: TRUNCATE, DROP EXTENSION, a restore). Only committed
 // registrations are cached: a rollback takes an uncommitted one back, and its id goes to the
 // next registration. The registry is read with a snapshot taken at the lookup, so that a
-// consumer registered since this transaction's snapshot is found, not registered again.
+// consumer registered since this transaction's snapshot is found, not registered again. Every
+// lookup first takes in the invalidations sent since the last one (a cheap test when there are
+// none), so that a consumer configured by another session (its owner above all) is read again at
+// this session's next call, even within one transaction.
 extern "C" {
 #include "postgres.h"
 #include "access/transam.h"
@@ -22,6 +25,8 @@ extern "C" {
 
 #include "pg/compat.hpp"
 #include "pg/spi.hpp"
+#include "settings.hpp"
+#include "store/consumer_access.hpp"
 #include "store/consumer_registration.hpp"
 #include "store/consumer_registry.hpp"
 #include "store/marker_table.hpp"
@@ -67,13 +72,17 @@ HTAB* consumer_cache() {
     return cache;
 }
 
-MarkerStatement find_consumer_row = {
-    .sql =
-        "SELECT id, xmin, max_attempts FROM inbox.consumer_registry "
-        "WHERE name OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\"",
-    .nargs = 1,
-    .argtypes = {TEXTOID},
-    .plan = nullptr};
+// The registry of 1.2, and of 1.1, whose consumers have no owner.
+#define FIND_CONSUMER_ROW(columns)                                              \
+    {                                                                           \
+        .sql = "SELECT " columns                                                \
+               " FROM inbox.consumer_registry "                                 \
+               "WHERE name OPERATOR(pg_catalog.=) $1 COLLATE pg_catalog.\"C\"", \
+        .nargs = 1, .argtypes = {TEXTOID}, .plan = nullptr                      \
+    }
+MarkerStatement find_consumer_row = FIND_CONSUMER_ROW("id, xmin, max_attempts, owner");
+MarkerStatement find_consumer_row_1_1 = FIND_CONSUMER_ROW("id, xmin, max_attempts");
+#undef FIND_CONSUMER_ROW
 
 // The consumer in the first row of the last statement; *committed is false when this
 // transaction wrote the row.
@@ -81,39 +90,64 @@ bool read_consumer(Consumer* found, bool* committed) {
     if (SPI_processed == 0) return false;
     bool isnull = false;
     HeapTuple row = SPI_tuptable->vals[0];
-    found->id = DatumGetInt16(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
-    TransactionId writer =
-        DatumGetTransactionId(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
-    Datum max_attempts = SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull);
+    TupleDesc columns = SPI_tuptable->tupdesc;
+    found->id = DatumGetInt16(SPI_getbinval(row, columns, 1, &isnull));
+    TransactionId writer = DatumGetTransactionId(SPI_getbinval(row, columns, 2, &isnull));
+    Datum max_attempts = SPI_getbinval(row, columns, 3, &isnull);
     found->max_attempts = isnull ? 0 : DatumGetInt32(max_attempts);
+    found->owner = InvalidOid;
+    if (columns->natts >= 4) {
+        Datum owner = SPI_getbinval(row, columns, 4, &isnull);
+        if (!isnull) found->owner = DatumGetObjectId(owner);
+    }
     *committed = !TransactionIdIsCurrentTransactionId(writer);
     return true;
 }
 
-// The consumer as the registry has it, registering it when asked to.
-bool registry_consumer(text* consumer, bool register_new, Consumer* found, bool* committed) {
+bool read_registry_row(text* consumer, Consumer* found, bool* committed) {
     Datum name = PointerGetDatum(consumer);
-    read_latest_as_store_owner(&find_consumer_row, &name);
-    if (read_consumer(found, committed)) return true;
-    if (!register_new) return false;
+    read_latest_as_store_owner(
+        marker_store()->consumer_owners ? &find_consumer_row : &find_consumer_row_1_1, &name);
+    return read_consumer(found, committed);
+}
+
+[[noreturn]] void report_not_configured(text* consumer) {
+    char* name = text_to_cstring(consumer);
+    ereport(ERROR,
+            (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("consumer \"%s\" is not configured", name),
+             errdetail("inbox.consumer_registration is \"configured\": only "
+                       "inbox.configure_consumer registers a consumer."),
+             errhint("Check the consumer's name, or register it: SELECT "
+                     "inbox.configure_consumer(%s, owner => ...);",
+                     quote_literal_cstr(name))));
+}
+
+// The consumer as the registry has it, registering it as `registration` says.
+bool registry_consumer(text* consumer, Registration registration, Consumer* found,
+                       bool* committed) {
+    if (read_registry_row(consumer, found, committed)) return true;
+    if (registration == Registration::none) return false;
+    if (registration == Registration::by_claim &&
+        consumer_registration == static_cast<int>(ConsumerRegistration::configured))
+        report_not_configured(consumer);
     if (insert_consumer(consumer, found)) {
         *committed = false;
         return true;
     }
-    read_latest_as_store_owner(&find_consumer_row, &name);
-    if (read_consumer(found, committed)) return true;
+    if (read_registry_row(consumer, found, committed)) return true;
     elog(ERROR, "consumer \"%s\" is neither registered nor registrable", text_to_cstring(consumer));
 }
 
 }  // namespace
 
-bool find_consumer(text* consumer, bool register_new, Consumer* found) {
+bool find_consumer(text* consumer, Registration registration, Consumer* found) {
     // A Citus worker node reads the registry every time: the coordinator's configure_consumer
     // changes its copy of the reference table without invalidating what this node caches. Names
     // longer than a claim takes (the owner's writes through inbox.messages) are not cached.
     std::size_t length = VARSIZE_ANY_EXHDR(consumer);
     bool cacheable = length <= inbox::max_consumer_bytes &&
                      marker_store()->distribution != StoreDistribution::citus_worker_node;
+    AcceptInvalidationMessages();
     CachedName key;
     std::memset(&key, 0, sizeof(key));
     if (cacheable) std::memcpy(key.name, VARDATA_ANY(consumer), length);
@@ -125,10 +159,11 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
     if (cached != nullptr) {
         found->id = cached->consumer.id;
         found->max_attempts = cached->consumer.max_attempts;
+        found->owner = cached->consumer.owner;
         return true;
     }
     bool committed = false;
-    if (!registry_consumer(consumer, register_new, found, &committed)) return false;
+    if (!registry_consumer(consumer, registration, found, &committed)) return false;
     if (committed && cacheable) {
         // The statements may have delivered invalidations that dropped the cache.
         auto* entry =
@@ -140,7 +175,24 @@ bool find_consumer(text* consumer, bool register_new, Consumer* found) {
 
 namespace {
 
+// The consumer's row locked, with its owner as the last committed change left it: what decides
+// who may configure it.
+MarkerStatement lock_consumer_row = {
+    .sql =
+        "SELECT owner FROM inbox.consumer_registry WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+    .nargs = 1,
+    .argtypes = {INT2OID},
+    .plan = nullptr};
+
+// 1.2's, and 1.1's, whose function has no owner.
 MarkerStatement configure = {
+    .sql =
+        "UPDATE inbox.consumer_registry SET retention = $2, max_attempts = $3, owner = $4 "
+        "WHERE id OPERATOR(pg_catalog.=) $1",
+    .nargs = 4,
+    .argtypes = {INT2OID, INTERVALOID, INT4OID, REGROLEOID},
+    .plan = nullptr};
+MarkerStatement configure_1_1 = {
     .sql =
         "UPDATE inbox.consumer_registry SET retention = $2, max_attempts = $3 "
         "WHERE id OPERATOR(pg_catalog.=) $1",
@@ -155,16 +207,39 @@ void require_compact_store() {
                         errhint("Run ALTER EXTENSION inbox UPDATE.")));
 }
 
+// The owner of the registered consumer, its row locked until the transaction ends.
+Oid lock_owner(int16 id) {
+    Datum value = Int16GetDatum(id);
+    execute_as_store_owner(&lock_consumer_row, &value);
+    bool isnull = true;
+    Datum owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    return isnull ? InvalidOid : DatumGetObjectId(owner);
+}
+
 }  // namespace
 
-void configure_consumer(text* consumer, NullableDatum retention, NullableDatum max_attempts) {
+bool find_consumer_to_act(text* consumer, Registration registration, Consumer* found) {
+    if (!find_consumer(consumer, registration, found)) return false;
+    require_consumer_access(*found);
+    return true;
+}
+
+void configure_consumer(text* consumer, const ConsumerSettings& settings) {
     require_compact_store();
     pg::spi_connect();
     Consumer configured;
-    find_consumer(consumer, true, &configured);
-    Datum values[3] = {Int16GetDatum(configured.id), retention.value, max_attempts.value};
-    char nulls[3] = {' ', retention.isnull ? 'n' : ' ', max_attempts.isnull ? 'n' : ' '};
-    execute_as_store_owner(&configure, values, nulls);
+    find_consumer(consumer, Registration::always, &configured);
+    if (marker_store()->consumer_owners) configured.owner = lock_owner(configured.id);
+    require_consumer_access(configured);
+    const NullableDatum* owner = settings.owner;
+    if (owner != nullptr && !owner->isnull)
+        require_new_owner(consumer, DatumGetObjectId(owner->value));
+    Datum values[4] = {Int16GetDatum(configured.id), settings.retention.value,
+                       settings.max_attempts.value, owner != nullptr ? owner->value : (Datum)0};
+    char nulls[4] = {' ', settings.retention.isnull ? 'n' : ' ',
+                     settings.max_attempts.isnull ? 'n' : ' ',
+                     owner == nullptr || owner->isnull ? 'n' : ' '};
+    execute_as_store_owner(owner != nullptr ? &configure : &configure_1_1, values, nulls);
     SPI_finish();
     // Every backend re-reads what it caches of the registry.
     CacheInvalidateRelcacheByRelid(marker_store()->registry);
@@ -179,7 +254,7 @@ PGDLLEXPORT Datum inbox_consumer_id(PG_FUNCTION_ARGS) {
     require_compact_store();
     pg::spi_connect();
     Consumer found;
-    find_consumer(PG_GETARG_TEXT_PP(0), true, &found);
+    find_consumer(PG_GETARG_TEXT_PP(0), Registration::always, &found);
     SPI_finish();
     PG_RETURN_INT16(found.id);
 }

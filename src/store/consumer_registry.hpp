@@ -10,12 +10,35 @@ extern "C" {
 
 #include "store/consumer.hpp"
 
-// The consumer named `consumer` (a validated name) through the backend's cache, in the caller's
-// SPI connection. When it is not registered: registers it in the current transaction when
-// `register_new`, else returns false.
-bool find_consumer(text* consumer, bool register_new, Consumer* found);
+// What a lookup does with a consumer that is not registered.
+enum class Registration {
+    none,      // nothing: find_consumer answers false
+    by_claim,  // registers it as inbox.consumer_registration says: under 'configured', an error
+               // (42704) naming inbox.configure_consumer
+    always,    // registers it: inbox.configure_consumer, the owner's writes through inbox.messages
+};
 
-// Sets the consumer's own retention and max_attempts (NULL: the defaults), registering it when
-// it is new; every backend then reads the registry again. An error (55000) in a database whose
-// markers are still in the layout of 1.0.
-void configure_consumer(text* consumer, NullableDatum retention, NullableDatum max_attempts);
+// The consumer named `consumer` (a validated name) through the backend's cache, in the caller's
+// SPI connection; false when it is not registered and `registration` did not register it (in
+// the current transaction). The cache follows every committed change of the registry from the
+// next lookup on.
+bool find_consumer(text* consumer, Registration registration, Consumer* found);
+
+// find_consumer for a call that acts for the consumer (a claim, a receive, a batch, complete,
+// forget): an error (42501) when the current user may not (consumer_access.hpp), before anything
+// is written or counted.
+bool find_consumer_to_act(text* consumer, Registration registration, Consumer* found);
+
+// What configure_consumer sets; an owner NULL opens the consumer to every role. `owner` null:
+// 1.1's inbox.configure_consumer, which has no owner and leaves it as it is.
+struct ConsumerSettings {
+    NullableDatum retention;
+    NullableDatum max_attempts;
+    const NullableDatum* owner;
+};
+
+// Sets the consumer's own retention, max_attempts and owner, registering it when it is new; every
+// backend then reads the registry again. An error (42501) when the current user may not act for
+// the consumer as it is owned now, or may not give it to the new owner; an error (55000) in a
+// database whose markers are still in the layout of 1.0.
+void configure_consumer(text* consumer, const ConsumerSettings& settings);

@@ -20,6 +20,7 @@ MarkerStore cached_store = {.layout = MarkerLayout::compact,
                             .markers = InvalidOid,
                             .details = InvalidOid,
                             .registry = InvalidOid,
+                            .consumer_owners = false,
                             .owner = InvalidOid,
                             .distribution = StoreDistribution::local};
 bool store_cached = false;
@@ -58,6 +59,7 @@ const MarkerStore* marker_store() {
                          .markers = find_table("markers", NoLock),
                          .details = find_table("marker_details", NoLock),
                          .registry = find_table("consumer_registry", NoLock),
+                         .consumer_owners = false,
                          .owner = InvalidOid,
                          .distribution = StoreDistribution::local};
     if (!OidIsValid(store.markers)) {
@@ -69,10 +71,13 @@ const MarkerStore* marker_store() {
                  .markers = messages,
                  .details = InvalidOid,
                  .registry = InvalidOid,
+                 .consumer_owners = false,
                  .owner = InvalidOid,
                  .distribution = StoreDistribution::local};
     } else if (!OidIsValid(store.registry)) {
         report_missing_store();
+    } else {
+        store.consumer_owners = get_attnum(store.registry, "owner") != InvalidAttrNumber;
     }
     HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(store.markers));
     if (!HeapTupleIsValid(tuple)) report_missing_store();

@@ -25,7 +25,8 @@ struct MarkerStore {
     Oid markers;   // inbox.markers, or 1.0's inbox.messages
     Oid details;   // inbox.marker_details; InvalidOid in the 1.0 layout (and during the update)
     Oid registry;  // inbox.consumer_registry; InvalidOid in the 1.0 layout
-    Oid owner;     // of the markers' table: the statements run as this role
+    bool consumer_owners;  // the registry has 1.2's column owner
+    Oid owner;             // of the markers' table: the statements run as this role
     StoreDistribution distribution;
 };
 

@@ -132,5 +132,42 @@ is( join(' ', map { $_->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_tran
 		  @{ $cluster->{workers} }),
 	'0 0', 'nor one that the worker started itself');
 
+# Consumers owned by a role: the registry is a reference table, so every node knows the owner
+# (by the role's name: its OID differs from node to node), and a claim is refused to another role
+# on the coordinator as on the worker that runs a delegated function.
+$coordinator->safe_psql('postgres', q{
+    CREATE ROLE other_service LOGIN;
+    SELECT inbox.grant_access('other_service', 'consume');
+    GRANT EXECUTE ON FUNCTION pay(bytea, text) TO other_service;
+    SELECT inbox.configure_consumer('roles', owner => 'app');
+});
+is( join(' ', on_nodes($cluster,
+	q{SELECT owner FROM inbox.consumer_registry WHERE name = 'roles'})),
+	'app app app', 'the owner on every node');
+
+# Runs $sql as $role, outside a transaction block (where Citus delegates pay()), with Citus's
+# debug messages: stdout and stderr.
+sub call_as
+{
+	my ($role, $sql) = @_;
+	my (undef, $stdout, $stderr) = $coordinator->psql('postgres',
+		"SET client_min_messages = debug1; $sql", extra_params => [ '-U', $role ]);
+	return ($stdout, $stderr);
+}
+my ($answer, $messages_of_call) = call_as('other_service', qq{SELECT inbox.claim('roles', '$keys[6]')});
+like($messages_of_call, qr/permission denied for consumer "roles"/,
+	'another role is refused on the coordinator');
+($answer, $messages_of_call) =
+  call_as('other_service', qq{SELECT pay(inbox.message_key('$keys[7]'), '$keys[7]')});
+like($messages_of_call, qr/pushing down the function call.*permission denied for consumer "roles"/s,
+	'and on the worker that runs a delegated function');
+is(committed($keys[6]) . ' ' . committed($keys[7]), '0|0|0 0|0|0', 'nothing was written');
+($answer) = call_as('app', qq{SELECT inbox.claim('roles', '$keys[6]')});
+is($answer, 't', 'the owner claims on the coordinator');
+($answer, $messages_of_call) = call_as('app', qq{SELECT pay(inbox.message_key('$keys[7]'), '$keys[7]')});
+is($answer, 't', 'and on the worker');
+like($messages_of_call, qr/pushing down the function call/, 'which ran it');
+is(committed($keys[6]) . ' ' . committed($keys[7]), '1|0|0 1|0|1', 'and its markers are written');
+
 $_->stop for @{ $cluster->{nodes} };
 done_testing();

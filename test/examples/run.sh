@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The examples suite: each consumer of examples/ (Python, Node, C++) runs as two instances at
 # once, fed the same at-least-once stream by its broker stub, against a fresh database (with
-# examples/schema.sql) of the cluster that PGHOST/PGUSER name. Every distinct payment must be
+# examples/schema.sql) of the cluster that PGHOST/PGUSER name, as the role $consumer_role, an
+# ordinary role that schema.sql makes the owner of the consumer. Every distinct payment must be
 # applied exactly once, and the malformed one dead-lettered by each instance.
 #   test/examples/run.sh WORKDIR [python|node|cpp ...]
 set -euo pipefail
@@ -19,6 +20,7 @@ mkdir -p "$work"
 payments=120
 malformed=pay-malformed
 max_attempts=3
+consumer_role=inbox_examples_app
 
 # The command that runs one instance of an example, after building it into $work/LANGUAGE.
 prepare_python() { echo "/usr/bin/python3 $source_dir/examples/python/consumer.py"; }
@@ -43,12 +45,12 @@ check_example() {
     local example=$1 command db=inbox_examples_$1 failures=0
     command=$("prepare_$example") || { echo "$example: could not be built"; return 1; }
     sql -d postgres -c "CREATE DATABASE $db"
-    sql -d "$db" -f "$source_dir/examples/schema.sql" >/dev/null
+    sql -d "$db" -v consumer_role="$consumer_role" -f "$source_dir/examples/schema.sql" >/dev/null
 
     # Two instances at once, as when a broker hands the same messages to a second instance.
-    PGDATABASE=$db $command >"$work/$example.1.out" 2>&1 &
+    PGDATABASE=$db PGUSER=$consumer_role $command >"$work/$example.1.out" 2>&1 &
     local first=$!
-    PGDATABASE=$db $command >"$work/$example.2.out" 2>&1 &
+    PGDATABASE=$db PGUSER=$consumer_role $command >"$work/$example.2.out" 2>&1 &
     local second=$!
     wait "$first" || { echo "$example: instance 1 failed:"; cat "$work/$example.1.out"; failures=1; }
     wait "$second" || { echo "$example: instance 2 failed:"; cat "$work/$example.2.out"; failures=1; }
@@ -116,6 +118,8 @@ check_example() {
     return $failures
 }
 
+sql -d postgres -c "SELECT FROM pg_roles WHERE rolname = '$consumer_role'" | grep -q . ||
+    sql -d postgres -c "CREATE ROLE $consumer_role LOGIN"
 failed=0
 for example in "${examples[@]}"; do
     if check_example "$example"; then

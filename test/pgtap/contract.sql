@@ -1,7 +1,7 @@
 -- The public contract as the README's SQL reference states it, object by object: the names,
 -- signatures and types that users and their tooling depend on.
 BEGIN;
-SELECT plan(67);
+SELECT plan(73);
 
 SELECT has_schema('inbox');
 SELECT has_view('inbox', 'messages', 'the markers, as a view over the compact store');
@@ -13,12 +13,17 @@ SELECT col_type_is('inbox', 'messages', 'processed_at', 'timestamp with time zon
 SELECT col_is_pk('inbox', 'markers', ARRAY['consumer_id', 'message_key']::name[],
                  'one marker per (consumer, message_id), arbitrated by the store''s primary key');
 SELECT has_view('inbox', 'consumers', 'the consumers');
-SELECT columns_are('inbox', 'consumers', ARRAY['consumer', 'retention', 'max_attempts', 'registered_at']);
+SELECT columns_are('inbox', 'consumers',
+                   ARRAY['consumer', 'retention', 'max_attempts', 'registered_at', 'owner']);
 SELECT col_type_is('inbox', 'consumers', 'retention', 'interval', 'retention is an interval');
 SELECT col_type_is('inbox', 'consumers', 'max_attempts', 'integer', 'max_attempts is an integer');
-SELECT function_returns('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer'], 'void');
-SELECT isnt_definer('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer']);
-SELECT function_privs_are('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer'],
+SELECT col_type_is('inbox', 'consumers', 'owner', 'regrole', 'owner is a regrole');
+SELECT function_returns('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer', 'regrole'],
+                        'void');
+SELECT hasnt_function('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer'],
+                      'one configure_consumer: 1.1''s is replaced');
+SELECT isnt_definer('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer', 'regrole']);
+SELECT function_privs_are('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer', 'regrole'],
                           'public', ARRAY[]::text[], 'configure_consumer is not granted to PUBLIC');
 SELECT has_view('inbox', 'stats', 'the statistics');
 
@@ -38,6 +43,17 @@ SELECT is(inbox.apply('pgtap', 'p-1', 'pgtap_noop()'), false, 'its duplicate');
 SELECT throws_ok($$SELECT inbox.claim(NULL, 'x')$$, '22004', 'consumer must not be NULL');
 SELECT lives_ok($$SELECT inbox.forget('pgtap', 'p-1')$$, 'forget');
 SELECT lives_ok($$SELECT inbox.configure_consumer('pgtap', '7 days', 3)$$, 'configure_consumer');
+SELECT lives_ok($$SELECT inbox.configure_consumer('pgtap', owner => current_user::text::regrole)$$,
+                'configure_consumer with an owner');
+SELECT is((SELECT owner::text FROM inbox.consumers WHERE consumer = 'pgtap'), current_user::text,
+          'inbox.consumers shows the owner');
+
+-- Who registers a consumer (a superuser's setting).
+SELECT is(current_setting('inbox.consumer_registration'), 'auto', 'registration by claim is the default');
+SET LOCAL inbox.consumer_registration = configured;
+SELECT throws_ok($$SELECT inbox.claim('pgtap-unknown', 'x')$$, '42704',
+                 'consumer "pgtap-unknown" is not configured', 'configured: an unknown consumer is refused');
+RESET inbox.consumer_registration;
 
 -- Outcomes beyond true/false (docs/outcomes.md).
 SELECT has_enum('inbox', 'outcome', 'the outcome of a delivery');

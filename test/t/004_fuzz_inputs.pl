@@ -236,7 +236,7 @@ $node->safe_psql('postgres', q{
     GRANT EXECUTE ON FUNCTION inbox.receive(text, text, jsonb, boolean),
         inbox.complete(text, text, jsonb), inbox.claim_batch(text, text[]),
         inbox.apply_batch(text, regprocedure, jsonb),
-        inbox.configure_consumer(text, interval, integer) TO regress_fuzzer;
+        inbox.configure_consumer(text, interval, integer, regrole) TO regress_fuzzer;
 
     CREATE FUNCTION marker_count(consumer text) RETURNS bigint
     LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog AS $$

@@ -16,12 +16,15 @@ $node->safe_psql('postgres', 'CREATE DATABASE shop');
 
 # 1.1, used as 1.1 was: claims of several consumers with ids of every stored form (canonical
 # UUID, upper-case UUID, 16-byte ids, others), consumers' own settings, a stored result, a
-# payload's fingerprint, a forgotten marker, grants to an application and a monitoring role.
+# payload's fingerprint, a forgotten marker, grants to an application, an operator and a
+# monitoring role.
 $node->safe_psql('shop', q{
 	CREATE EXTENSION inbox VERSION '1.1';
 	CREATE ROLE app LOGIN;
 	CREATE ROLE monitor LOGIN;
-	SELECT inbox.grant_access('app', 'consume'), inbox.grant_access('monitor', 'monitor');
+	CREATE ROLE ops LOGIN;
+	SELECT inbox.grant_access('app', 'consume'), inbox.grant_access('monitor', 'monitor'),
+	       inbox.grant_access('ops', 'operate');
 } . message_ids_sql(200) . q{
 	SELECT count(inbox.claim(c, i.message_id)) FROM ids i, (VALUES ('billing'), ('shipping'), ('Billing')) v(c);
 	SELECT inbox.configure_consumer('billing', retention => '3 days', max_attempts => 3);
@@ -102,10 +105,23 @@ sub check_kept
 		'0', "$label: every consumer keeps its id and its settings");
 	is( $node->safe_psql($db, q{
 			SELECT count(*) FROM (
-			    (TABLE consumers_before EXCEPT ALL SELECT * FROM inbox.consumers WHERE consumer <> 'newcomer')
+			    (TABLE consumers_before
+			     EXCEPT ALL SELECT consumer, retention, max_attempts, registered_at
+			                FROM inbox.consumers WHERE consumer <> 'newcomer')
 			    UNION ALL
-			    (SELECT * FROM inbox.consumers WHERE consumer <> 'newcomer' EXCEPT ALL TABLE consumers_before)) d}),
+			    (SELECT consumer, retention, max_attempts, registered_at
+			     FROM inbox.consumers WHERE consumer <> 'newcomer'
+			     EXCEPT ALL TABLE consumers_before)) d}),
 		'0', "$label: inbox.consumers is unchanged");
+	is($node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers WHERE owner IS NOT NULL}),
+		'0', "$label: every consumer is open, as at 1.1");
+	is( $node->safe_psql($db, q{SELECT inbox.claim('shipping', 'after-update-1')},
+			extra_params => [ '-U', 'app' ]),
+		't', "$label: the application role claims for a consumer of 1.1");
+	is( $node->safe_psql($db, q{
+			SELECT inbox.configure_consumer('shipping', retention => '2 hours 30 minutes')},
+			extra_params => [ '-U', 'ops' ]),
+		'', "$label: the operator configures a consumer with the configure_consumer of 1.2");
 	is( $node->safe_psql($db, q{
 			SELECT count(*) FILTER (WHERE inbox.claim(consumer, message_id)) FROM markers_before}),
 		'0', "$label: every message processed before is a duplicate");

@@ -1,0 +1,20 @@
+// Who may act for a consumer: one with an owner (1.2) serves the members of that role and
+// superusers only; one without serves every role that may call the functions, as in 1.1.
+// Acting is claiming, applying, receiving, completing, forgetting and configuring.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include "store/consumer.hpp"
+
+// Whether the current user has the privileges of the consumer's owner (superusers have them).
+bool may_act_for(const Consumer& consumer);
+
+// An error (42501, "permission denied for consumer") unless may_act_for.
+void require_consumer_access(const Consumer& consumer);
+
+// An error unless `role` is a role whose privileges the current user has: the owner it may give a
+// consumer, as PostgreSQL's ALTER ... OWNER TO asks (42501; 42704 for no role).
+void require_new_owner(text* consumer, Oid role);
