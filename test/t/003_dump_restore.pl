@@ -1,5 +1,6 @@
 # Markers are user data: after pg_dump and pg_restore into a new database, every message that
-# was processed before is still a duplicate, and new ones are processed.
+# was processed before is still a duplicate, and new ones are processed. A consumer's owner is
+# dumped by the role's name and restored with it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,9 +12,13 @@ my $node = inbox_node('dump', '', preload => '');
 
 $node->safe_psql('postgres', q{
     CREATE DATABASE source;
+    CREATE ROLE billing_service LOGIN;
+    CREATE ROLE other_service LOGIN;
 });
 $node->safe_psql('source', q{
     CREATE EXTENSION inbox;
+    SELECT inbox.grant_access('billing_service', 'consume'), inbox.grant_access('other_service', 'consume');
+    SELECT inbox.configure_consumer('billing', owner => 'billing_service');
     SELECT inbox.claim('billing', 'msg-' || g) FROM generate_series(1, 100) g;
     SELECT inbox.claim('shipping', 'msg-1');
     UPDATE inbox.messages SET processed_at = '2026-01-02 03:04:05+00' WHERE message_id = 'msg-1';
@@ -38,6 +43,14 @@ is($node->safe_psql('restored', q{SELECT inbox.claim('billing', 'msg-101')}), 't
 is($node->safe_psql('restored',
     q{SELECT count(*) FROM pg_extension WHERE extname = 'inbox' AND extconfig IS NOT NULL}), '1',
     'the marker table is still registered for the next dump');
+is($node->safe_psql('restored', q{SELECT owner FROM inbox.consumers WHERE consumer = 'billing'}),
+    'billing_service', 'the consumer keeps its owner');
+my ($status, $out, $err) = $node->psql('restored', q{SELECT inbox.claim('billing', 'msg-102')},
+    extra_params => [ '-U', 'other_service' ]);
+like($err, qr/permission denied for consumer "billing"/, 'which alone may claim for it');
+is($node->safe_psql('restored', q{SELECT inbox.claim('billing', 'msg-102')},
+        extra_params => [ '-U', 'billing_service' ]),
+    't', 'and does');
 
 # A plain-SQL dump restores the same way.
 $node->command_ok(['pg_dump', '--file', "$dump.sql", '--dbname', $node->connstr('source')],

@@ -38,16 +38,18 @@ $old->safe_psql('postgres', q{
 	ALTER DATABASE shop SET inbox.purge_worker = off;
 	CREATE DATABASE legacy;
 	CREATE ROLE app LOGIN;
+	CREATE ROLE other_app LOGIN;
 });
 
 # shop, at 1.2 (the version this tree installs): three consumers with ids of every stored form
 # (canonical UUID, upper-case UUID, 16-byte ids, others), over a thousand each of UUIDs and of
 # numbered ids, so that the markers and their indexes span many pages; consumers' own settings,
 # a stored result, a payload's fingerprint, a forgotten marker, a message that failed up to its
-# consumer's limit, markers past shipping's retention, the application's grants.
+# consumer's limit, markers past shipping's retention, the application's grants, a consumer
+# owned by the application's role.
 $old->safe_psql('shop', q{
 	CREATE EXTENSION inbox;
-	SELECT inbox.grant_access('app', 'consume');
+	SELECT inbox.grant_access('app', 'consume'), inbox.grant_access('other_app', 'consume');
 } . message_ids_sql(1200) . q{
 	SELECT count(inbox.claim(c, i.message_id)) FROM ids i, (VALUES ('billing'), ('shipping'), ('Billing')) v(c);
 	SELECT inbox.configure_consumer('billing', retention => '30 days', max_attempts => 3);
@@ -62,6 +64,7 @@ $old->safe_psql('shop', q{
 	SELECT inbox.complete('checkout', 'req-1', '{"status": 201, "order": 7731}');
 	COMMIT;
 	SELECT outcome FROM inbox.receive('checkout', 'req-2', '{"sku": "B-7", "qty": 1}');
+	SELECT inbox.configure_consumer('checkout', owner => 'app');
 });
 $old->safe_psql('shop', q{BEGIN; SELECT inbox.claim('billing', 'poison-1'); ROLLBACK;})
   for 1 .. 3;
@@ -73,7 +76,7 @@ is($old->safe_psql('shop', q{SELECT outcome FROM inbox.receive('billing', 'poiso
 $old->safe_psql('shop', q{
 	CREATE TABLE markers_before AS SELECT consumer, message_id, processed_at FROM inbox.messages;
 	CREATE TABLE registry_before AS
-		SELECT id, name, retention, max_attempts, registered_at FROM inbox.consumer_registry;
+		SELECT id, name, retention, max_attempts, registered_at, owner FROM inbox.consumer_registry;
 	CREATE TABLE inbox_attempts_before_upgrade AS SELECT * FROM inbox.attempts;
 	CREATE TABLE inbox_stats_before_upgrade AS SELECT * FROM inbox.stats;
 });
@@ -129,9 +132,9 @@ check_markers_kept('legacy', 'legacy, at 1.1 on the new major');
 is( $new->safe_psql('shop', q{
 		SELECT count(*) FROM (
 		    (TABLE registry_before
-		     EXCEPT ALL SELECT id, name, retention, max_attempts, registered_at FROM inbox.consumer_registry)
+		     EXCEPT ALL SELECT id, name, retention, max_attempts, registered_at, owner FROM inbox.consumer_registry)
 		    UNION ALL
-		    (SELECT id, name, retention, max_attempts, registered_at FROM inbox.consumer_registry
+		    (SELECT id, name, retention, max_attempts, registered_at, owner FROM inbox.consumer_registry
 		     EXCEPT ALL TABLE registry_before)) d}),
 	'0', 'every consumer keeps its id and its settings');
 is( $new->safe_psql('shop', q{
@@ -192,6 +195,14 @@ is( $new->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname =
 check_markers_kept('legacy', 'legacy, updated to 1.2');
 is( $new->safe_psql('legacy', q{SELECT retention FROM inbox.consumers WHERE consumer = 'orders'}),
 	'7 days', "legacy: the consumer's retention is kept through the update");
+
+# The owner is kept: pg_upgrade keeps the roles' OIDs.
+is( $new->safe_psql('shop', q{SELECT inbox.claim('checkout', 'after-upgrade-1')},
+		extra_params => [ '-U', 'app' ]),
+	't', "the owner of a consumer claims for it on $new_major");
+my (undef, undef, $refused) = $new->psql('shop', q{SELECT inbox.claim('checkout', 'after-upgrade-2')},
+	extra_params => [ '-U', 'other_app' ]);
+like($refused, qr/permission denied for consumer "checkout"/, 'another role is still refused');
 
 $new->stop;
 done_testing();
