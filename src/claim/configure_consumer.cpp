@@ -34,11 +34,12 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
                         errmsg("max_attempts must be at least 1"),
                         errhint("NULL lets a message fail any number of times.")));
     // 1.1's declaration has no owner (ConsumerSettings).
-    NullableDatum owner = {.value = PG_NARGS() > 3 ? PG_GETARG_DATUM(3) : (Datum)0,
-                           .isnull = PG_NARGS() > 3 && PG_ARGISNULL(3)};
+    bool declares_owner = PG_NARGS() > 3;
+    NullableDatum owner = {.value = declares_owner ? PG_GETARG_DATUM(3) : (Datum)0,
+                           .isnull = declares_owner && PG_ARGISNULL(3)};
     configure_consumer(consumer, ConsumerSettings{.retention = retention,
                                                   .max_attempts = max_attempts,
-                                                  .owner = PG_NARGS() > 3 ? &owner : nullptr});
+                                                  .owner = declares_owner ? &owner : nullptr});
     if (!max_attempts.isnull) warn_unless_attempts_counted(consumer);
     PG_RETURN_VOID();
 }
