@@ -3,6 +3,8 @@
 -- is written, counted or registered. inbox.consumer_registration = configured refuses a claim
 -- for an unknown consumer with 42704. inbox.stats and inbox.attempts show an owned consumer's
 -- rows to its owner's members and to monitoring roles (pg_read_all_stats) only.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/regress/helpers.sql
 TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
 SELECT inbox.stats_reset();
 CREATE ROLE regress_billing;                                   -- owns the consumer billing
@@ -21,16 +23,6 @@ CREATE FUNCTION owned_entry(payload jsonb) RETURNS void LANGUAGE sql
     AS $$ INSERT INTO owned_ledger VALUES (payload ->> 'entry', current_user) $$;
 CREATE FUNCTION owned_decline(payload jsonb) RETURNS void LANGUAGE plpgsql
     AS $$ BEGIN RAISE EXCEPTION 'declined' USING ERRCODE = 'P0001'; END $$;
--- Each call of an entry point, answered with what it returned or its SQLSTATE and message.
-CREATE FUNCTION owned_call(statement text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    answer text;
-BEGIN
-    EXECUTE statement INTO answer;
-    RETURN 'served: ' || coalesce(answer, '');
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 CREATE VIEW owned_entry_points (entry_point, statement) AS VALUES
     ('claim', $$SELECT inbox.claim(%1$L, 'm-1')::text$$),
     ('apply', $$SELECT inbox.apply(%1$L, 'm-2', 'owned_entry(jsonb)', '{"entry": "e-2"}')::text$$),
@@ -41,13 +33,13 @@ CREATE VIEW owned_entry_points (entry_point, statement) AS VALUES
     ('claim_batch', $$SELECT string_agg(c, ',') FROM inbox.claim_batch(%1$L, ARRAY['m-5', 'm-6']) c$$),
     ('apply_batch', $$SELECT string_agg(b.outcome::text, ',') FROM inbox.apply_batch(%1$L,
         'owned_entry(jsonb)', '[{"id": "m-7", "payload": {"entry": "e-7"}}]') b$$);
--- Every entry point called for `consumer` in one transaction each (the subtransaction of
--- owned_call), by the current role.
+-- Every entry point called for `consumer` by the current role, each in a subtransaction of its
+-- own (answer(), test/regress/helpers.sql): what it returned, or its SQLSTATE and message.
 CREATE FUNCTION owned_calls(consumer text) RETURNS TABLE (entry_point text, answer text)
 LANGUAGE sql AS $$
-    SELECT e.entry_point, owned_call(format(e.statement, consumer)) FROM owned_entry_points e
+    SELECT e.entry_point, answer(format(e.statement, consumer)) FROM owned_entry_points e
 $$;
-GRANT EXECUTE ON FUNCTION owned_call(text), owned_calls(text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION owned_calls(text) TO PUBLIC;
 GRANT SELECT ON owned_entry_points TO PUBLIC;
 
 -- ---- owners ----------------------------------------------------------------------------------
@@ -102,7 +94,7 @@ CREATE ROLE regress_gone;
 SELECT inbox.configure_consumer('orphan', owner => 'regress_gone');
 DROP ROLE regress_gone;
 SET ROLE regress_billing_svc;
-SELECT owned_call($$SELECT inbox.claim('orphan', 'm-1')::text$$);
+SELECT answer($$SELECT inbox.claim('orphan', 'm-1')::text$$);
 RESET ROLE;
 SELECT inbox.claim('orphan', 'm-1');
 SELECT inbox.configure_consumer('orphan', owner => 'regress_billing');
@@ -113,11 +105,11 @@ RESET ROLE;
 -- Membership is PostgreSQL's: revoked, it stops at once; granted, it starts.
 REVOKE regress_billing FROM regress_billing_svc;
 SET ROLE regress_billing_svc;
-SELECT owned_call($$SELECT inbox.claim('billing', 'm-8')::text$$);
+SELECT answer($$SELECT inbox.claim('billing', 'm-8')::text$$);
 RESET ROLE;
 GRANT regress_billing TO regress_billing_svc;
 SET ROLE regress_billing_svc;
-SELECT owned_call($$SELECT inbox.claim('billing', 'm-8')::text$$);
+SELECT answer($$SELECT inbox.claim('billing', 'm-8')::text$$);
 RESET ROLE;
 -- A SECURITY DEFINER function acts as its owner: a member's function serves any caller it is
 -- granted to.
@@ -206,7 +198,7 @@ ALTER DATABASE :"DBNAME" RESET inbox.consumer_registration;
 SHOW inbox.consumer_registration;
 
 DROP VIEW owned_entry_points, owned_consumers;
-DROP FUNCTION owned_calls(text), owned_call(text), owned_views(), owned_entry(jsonb),
+DROP FUNCTION owned_calls(text), owned_views(), owned_entry(jsonb),
     owned_decline(jsonb);
 DROP TABLE owned_ledger;
 TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;

@@ -118,7 +118,7 @@ check_example() {
     return $failures
 }
 
-sql -d postgres -c "SELECT FROM pg_roles WHERE rolname = '$consumer_role'" | grep -q . ||
+sql -d postgres -c "SELECT 1 FROM pg_roles WHERE rolname = '$consumer_role'" | grep -q . ||
     sql -d postgres -c "CREATE ROLE $consumer_role LOGIN"
 failed=0
 for example in "${examples[@]}"; do

@@ -18,4 +18,16 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
+-- What a statement answers: its first value as text ('' for none), or the SQLSTATE and message of
+-- its error.
+CREATE OR REPLACE FUNCTION public.answer(statement text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    result text;
+BEGIN
+    EXECUTE statement INTO result;
+    RETURN coalesce(result, '');
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
 \set ECHO all
