@@ -5,10 +5,11 @@ EXTENSION = inbox
 MODULE_big = inbox
 include sources.mk
 OBJS = $(INBOX_SOURCES:.cpp=.o)
-DATA = sql/inbox--1.0.sql sql/inbox--1.1.sql sql/inbox--1.0--1.1.sql sql/inbox--1.1--1.2.sql
+DATA = sql/inbox--1.0.sql sql/inbox--1.1.sql sql/inbox--1.0--1.1.sql sql/inbox--1.1--1.2.sql \
+	sql/inbox--1.2--1.3.sql
 # From 1.2 on, the full script of a version is the previous one followed by its update script:
 # one source for both, so that a fresh install and an update cannot drift apart.
-DATA_built = sql/inbox--1.2.sql
+DATA_built = sql/inbox--1.2.sql sql/inbox--1.3.sql
 
 # Tests, run the PGXS way: `make install`, then `make installcheck` (no server needed: the regress
 # and isolation tests start temporary instances that preload the library, the TAP tests start
@@ -35,6 +36,8 @@ PG_CONFIG ?= pg_config
 all:
 
 sql/inbox--1.2.sql: sql/inbox--1.1.sql sql/inbox--1.1--1.2.sql
+	cat $^ > $@
+sql/inbox--1.3.sql: sql/inbox--1.2.sql sql/inbox--1.2--1.3.sql
 	cat $^ > $@
 
 # C++20 (for named initialisers), warnings as errors in our own code; PostgreSQL headers are made
