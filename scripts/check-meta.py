@@ -2,7 +2,9 @@
 """Checks the release metadata against the tree, so that a release cannot ship metadata of another
 version: META.json (PGXN), its required fields, versions and files that agree with inbox.control;
 debian/ (the Debian package), the version of debian/changelog's latest entry, and debian/control
-as pg_buildext generates it from debian/control.in for the major it names.
+as pg_buildext generates it from debian/control.in for the major it names; the licence, the
+PostgreSQL License, named alike in LICENSE, META.json and debian/copyright; and a CHANGELOG.md
+entry for the version.
 
     scripts/check-meta.py            (from anywhere; prints what is wrong, exits 1 if anything)
 """
@@ -38,8 +40,11 @@ def main():
     for key in ("file", "docfile"):
         if extension.get(key) and not os.path.exists(os.path.join(root, extension[key])):
             problems.append(f"provides.inbox.{key} {extension[key]!r} does not exist")
+    if meta.get("license") != "postgresql":
+        problems.append(f"license {meta.get('license')!r}, not 'postgresql' (LICENSE)")
     problems = [f"META.json: {problem}" for problem in problems]
     problems += debian_problems(control)
+    problems += licence_and_changelog_problems(control)
     for problem in problems:
         print(problem)
     sys.exit(1 if problems else 0)
@@ -63,6 +68,22 @@ def debian_problems(control_version):
     if not major or template.replace("PGVERSION", major.group(1)) != generated:
         problems.append("debian/control: not debian/control.in for one major; run "
                         "'PG_SUPPORTED_VERSIONS=15 pg_buildext updatecontrol'")
+    return problems
+
+
+def licence_and_changelog_problems(control_version):
+    problems = []
+    licence = os.path.join(root, "LICENSE")
+    if not os.path.exists(licence) or not open(licence).readline().startswith("PostgreSQL License"):
+        problems.append("LICENSE: missing, or not the PostgreSQL License")
+    with open(os.path.join(root, "debian", "copyright")) as f:
+        copyright_file = f.read()
+    if not re.search(r"^Files: \*\n(?:.+\n)*License: PostgreSQL$", copyright_file, re.M):
+        problems.append("debian/copyright: the files are not under 'License: PostgreSQL'")
+    with open(os.path.join(root, "CHANGELOG.md")) as f:
+        changelog = f.read()
+    if not re.search(rf"^## {re.escape(control_version)}\b", changelog, re.M):
+        problems.append(f"CHANGELOG.md: no entry '## {control_version}'")
     return problems
 
 
