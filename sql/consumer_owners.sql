@@ -111,6 +111,16 @@ GRANT regress_billing TO regress_billing_svc;
 SET ROLE regress_billing_svc;
 SELECT answer($$SELECT inbox.claim('billing', 'm-8')::text$$);
 RESET ROLE;
+-- A NOINHERIT member has the owner's privileges only once it has SET ROLE to the owner, as for
+-- a table the owner role owns (docs/security.md).
+CREATE ROLE regress_billing_admin NOINHERIT IN ROLE regress_billing;
+SELECT inbox.grant_access(r::regrole, 'consume')
+FROM (VALUES ('regress_billing_admin'), ('regress_billing')) g (r);
+SET ROLE regress_billing_admin;
+SELECT answer($$SELECT inbox.claim('billing', 'm-10')::text$$);
+SET ROLE regress_billing;
+SELECT answer($$SELECT inbox.claim('billing', 'm-10')::text$$);
+RESET ROLE;
 -- A SECURITY DEFINER function acts as its owner: a member's function serves any caller it is
 -- granted to.
 CREATE FUNCTION claim_for_billing(message_id text) RETURNS boolean LANGUAGE sql
@@ -203,6 +213,7 @@ DROP FUNCTION owned_calls(text), owned_views(), owned_entry(jsonb),
 DROP TABLE owned_ledger;
 TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
 SELECT inbox.stats_reset();
-DROP OWNED BY regress_billing_svc, regress_shipping_svc, regress_dashboard, regress_exporter;
+DROP OWNED BY regress_billing_svc, regress_shipping_svc, regress_dashboard, regress_exporter,
+    regress_billing_admin, regress_billing;
 DROP ROLE regress_billing_svc, regress_shipping_svc, regress_dashboard, regress_exporter,
-    regress_billing;
+    regress_billing_admin, regress_billing;

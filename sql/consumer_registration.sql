@@ -43,6 +43,25 @@ SELECT count(*) AS registered_or_marked
 FROM inbox.messages WHERE consumer = 'cr-one-too-many';
 TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
 
+-- An id that a marker carries is never handed out again, even to a consumer registered after the
+-- registry lost its rows (a restore whose copy of the registry failed, here a TRUNCATE of the
+-- registry alone): a new consumer must not adopt another's markers. Above the highest id a
+-- marker carries...
+SELECT inbox.claim('cr-lost-1', 'm-1'), inbox.claim('cr-lost-2', 'm-1');
+TRUNCATE inbox.consumer_registry;
+SELECT inbox.claim('cr-after-loss', 'm-1');
+SELECT id, name FROM inbox.consumer_registry ORDER BY id;
+-- ...and, once the ids above are taken, none of those below that only markers carry.
+INSERT INTO inbox.consumer_registry (id, name)
+SELECT i, 'cr-filler-' || i FROM generate_series(4, 32767) i WHERE i <> 600;
+SELECT inbox.claim('cr-wrapped', 'm-1');
+SELECT id FROM inbox.consumer_registry WHERE name = 'cr-wrapped';
+-- Each has the one marker of its own claim, none of another consumer's.
+SELECT r.name, count(*) AS markers FROM inbox.markers m JOIN inbox.consumer_registry r
+    ON r.id = m.consumer_id WHERE r.name IN ('cr-after-loss', 'cr-wrapped') GROUP BY r.name
+ORDER BY r.name;
+TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
+
 -- A read-only transaction is refused by every writing function at once, with its own name and
 -- 25006.
 BEGIN READ ONLY;

@@ -56,8 +56,8 @@ RESET ROLE;
 SELECT entry, written_by FROM ledger ORDER BY entry;
 SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
 
--- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2() (below), and no
--- SECURITY DEFINER function.
+-- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2() and
+-- inbox.stats_counters_1_3() (below), and no SECURITY DEFINER function.
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
 JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
@@ -76,6 +76,16 @@ WHERE pronamespace = 'inbox'::regnamespace AND prosecdef;
 SET ROLE regress_inbox_app;
 SELECT count(*) FROM inbox.worker_status_1_2();
 RESET ROLE;
+-- So does inbox.stats_counters_1_3(), behind inbox.stats from 1.3 on: EXECUTE on
+-- inbox.stats_counters().
+SET ROLE regress_inbox_app;
+SELECT count(*) FROM inbox.stats_counters_1_3();
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO regress_inbox_app;
+SET ROLE regress_inbox_app;
+SELECT count(*) > 0 AS counters_read FROM inbox.stats_counters_1_3();
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION inbox.stats_counters() FROM regress_inbox_app;
 
 -- Each kind of role needs no more than the grants README, "Privileges", lists for it.
 CREATE ROLE regress_readme_app;

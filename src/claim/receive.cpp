@@ -102,7 +102,12 @@ Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_p
     // Without waiting, a new consumer registers within the marker's insert (below).
     Registration registration = wait ? Registration::by_claim : Registration::none;
     if (!find_consumer_to_act(consumer_name, registration, &consumer))
-        consumer = {0, 0, InvalidOid, consumer_name};
+        consumer = {.id = 0,
+                    .max_attempts = 0,
+                    .owner = InvalidOid,
+                    .owner_missing = false,
+                    .owner_name = {},
+                    .name = consumer_name};
     MessageKey key;
     store_message_id(message_id, &key);
     receipt.attempts = earlier_failures(consumer, key);

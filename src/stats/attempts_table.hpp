@@ -1,9 +1,11 @@
 // Failed attempts per message, in shared memory, where a rollback cannot undo them: a delivery
 // whose claim succeeded and whose transaction (or subtransaction) then rolled back is a failed
-// attempt. Bounded by inbox.max_failed_messages, all databases together; when it is full the
-// message whose last failure is the least recent is forgotten. Saved at a clean shutdown and
-// restored at the next start; a crash loses them, as it loses the counters. Exists only with the
-// preload; without it nothing is counted.
+// attempt. Bounded by inbox.max_failed_messages, all databases together; when it is full, the
+// least recent failure of one consumer is forgotten: of the consumer that fails now, unless
+// another consumer holds more messages (so that each keeps a fair share), and that consumer has
+// the loss counted (inbox.stats, attempts_evicted). Saved at a clean shutdown and restored at
+// the next start; a crash loses them, as it loses the counters. Exists only with the preload;
+// without it nothing is counted.
 #pragma once
 
 extern "C" {

@@ -14,7 +14,7 @@ extern "C" {
 ConsumerVisibility consumer_visibility() {
     const MarkerStore* store = marker_store();
     return ConsumerVisibility{.every_consumer =
-                                  !store->consumer_owners ||
+                                  store->owner_column == OwnerColumn::none ||
                                   has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS)};
 }
 

@@ -1,15 +1,19 @@
-// SQL access to the claim counters: inbox.stats_counters() (read by the inbox.stats view) and
-// inbox.stats_reset().
+// SQL access to the claim counters: inbox.stats_counters() and inbox.stats_counters_1_3() (read
+// by the inbox.stats view) and inbox.stats_reset().
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 }
 
+#include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "stats/citus_counters.hpp"
 #include "stats/consumer_visibility.hpp"
@@ -18,9 +22,10 @@ extern "C" {
 namespace {
 
 // consumer, applied, duplicates, last_duplicate_at, stats_reset, in_progress,
-// payload_mismatches, poisoned. A database still at 1.0 declares the first five: a row takes as
-// many values as the declared result has columns.
-constexpr int counter_columns = 8;
+// payload_mismatches, poisoned, attempts_evicted. A database still at 1.0 declares the first
+// five, inbox.stats_counters() of 1.1 the first eight: a row takes as many values as the declared
+// result has columns.
+constexpr int counter_columns = 9;
 
 void put_row(ReturnSetInfo* result, const char* consumer, const StatsCounters& counters,
              TimestampTz counting_since) {
@@ -40,21 +45,17 @@ void put_row(ReturnSetInfo* result, const char* consumer, const StatsCounters& c
     values[5] = Int64GetDatum(counters.in_progress);
     values[6] = Int64GetDatum(counters.payload_mismatches);
     values[7] = Int64GetDatum(counters.poisoned);
+    values[8] = Int64GetDatum(counters.attempts_evicted);
     tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
 }
-
-}  // namespace
-
-extern "C" {
 
 // One row per tracked consumer of the current database, then the database row (NULL consumer:
 // claims of consumers that found the table full). No rows without the preload. On a Citus
 // coordinator, the counts of the whole cluster. A consumer's row only to those who may see it.
-PG_FUNCTION_INFO_V1(inbox_stats_counters);
-PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
+void emit_counter_rows(FunctionCallInfo fcinfo) {
     InitMaterializedSRF(fcinfo, 0);
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    if (!stats_table_available()) return (Datum)0;
+    if (!stats_table_available()) return;
 
     StatsSnapshot snapshot = stats_table_snapshot(MyDatabaseId);
     add_worker_node_counters(&snapshot);
@@ -67,6 +68,40 @@ PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
     }
     SPI_finish();
     put_row(result, nullptr, snapshot.untracked, snapshot.counting_since);
+}
+
+// Who may read the counters is decided in one place: the EXECUTE privilege on
+// inbox.stats_counters(), which the grants of 1.0 to 1.2 and grant_access(..., 'monitor') give.
+// inbox.stats_counters_1_3(), which the view calls from 1.3 on, is executable by PUBLIC and asks
+// for that privilege itself (as inbox.worker_status_1_2() does): a grant made before the update,
+// or after it by the documented statement, still serves the view.
+void check_counters_privilege() {
+    List* name = list_make2(makeString(pstrdup("inbox")), makeString(pstrdup("stats_counters")));
+    Oid function = LookupFuncName(name, 0, nullptr, false);
+    if (pg::function_aclcheck(function, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied to read the inbox counters"),
+                        errdetail("Reading them takes EXECUTE on inbox.stats_counters()."),
+                        errhint("GRANT EXECUTE ON FUNCTION inbox.stats_counters() to the role, or "
+                                "SELECT inbox.grant_access(role, 'monitor').")));
+}
+
+}  // namespace
+
+extern "C" {
+
+// 1.1's columns (a database at 1.0: its first five).
+PG_FUNCTION_INFO_V1(inbox_stats_counters);
+PGDLLEXPORT Datum inbox_stats_counters(PG_FUNCTION_ARGS) {
+    emit_counter_rows(fcinfo);
+    return (Datum)0;
+}
+
+// 1.3: also attempts_evicted.
+PG_FUNCTION_INFO_V1(inbox_stats_counters_1_3);
+PGDLLEXPORT Datum inbox_stats_counters_1_3(PG_FUNCTION_ARGS) {
+    check_counters_privilege();
+    emit_counter_rows(fcinfo);
     return (Datum)0;
 }
 

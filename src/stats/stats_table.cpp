@@ -32,7 +32,8 @@ constexpr const char* segment_name = "inbox_stats";
 // Written at clean shutdown, read and removed at startup: a crash restart starts from zero.
 #define STATS_DUMP_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/inbox_stats.stat"
 constexpr uint32 dump_file_magic = 0x494e4253;  // "INBS"
-constexpr uint32 dump_file_version = 2;         // 2: the outcome counters of 1.1
+// 2: the outcome counters of 1.1; 3: attempts_evicted (1.3).
+constexpr uint32 dump_file_version = 3;
 
 // Zero-padded so that the whole struct can be hashed as bytes.
 struct StatsKey {
@@ -114,6 +115,7 @@ void add_counters(StatsEntry* entry, const StatsCounters& delta) {
     entry->counters.in_progress += delta.in_progress;
     entry->counters.payload_mismatches += delta.payload_mismatches;
     entry->counters.poisoned += delta.poisoned;
+    entry->counters.attempts_evicted += delta.attempts_evicted;
     if (delta.last_duplicate_at > entry->counters.last_duplicate_at)
         entry->counters.last_duplicate_at = delta.last_duplicate_at;
     SpinLockRelease(&entry->mutex);
@@ -126,6 +128,20 @@ struct DumpedEntryVersion1 {
         int64 applied;
         int64 duplicates;
         TimestampTz last_duplicate_at;
+    } counters;
+    TimestampTz reset_at;
+};
+
+// Counters of the libraries of 1.1 and 1.2, as their state file holds them.
+struct DumpedEntryVersion2 {
+    StatsKey key;
+    struct {
+        int64 applied;
+        int64 duplicates;
+        TimestampTz last_duplicate_at;
+        int64 in_progress;
+        int64 payload_mismatches;
+        int64 poisoned;
     } counters;
     TimestampTz reset_at;
 };
@@ -150,6 +166,18 @@ void save_counters(int code, Datum) {
 // One saved entry, of the file's version.
 bool read_entry(FILE* file, uint32 version, DumpedEntry* dumped) {
     if (version == dump_file_version) return pg::read_state(file, dumped, sizeof(*dumped));
+    if (version == 2) {
+        DumpedEntryVersion2 old;
+        if (!pg::read_state(file, &old, sizeof(old))) return false;
+        *dumped = DumpedEntry{old.key, StatsCounters{}, old.reset_at};
+        dumped->counters.applied = old.counters.applied;
+        dumped->counters.duplicates = old.counters.duplicates;
+        dumped->counters.last_duplicate_at = old.counters.last_duplicate_at;
+        dumped->counters.in_progress = old.counters.in_progress;
+        dumped->counters.payload_mismatches = old.counters.payload_mismatches;
+        dumped->counters.poisoned = old.counters.poisoned;
+        return true;
+    }
     DumpedEntryVersion1 old;
     if (!pg::read_state(file, &old, sizeof(old))) return false;
     *dumped = DumpedEntry{old.key, StatsCounters{}, old.reset_at};
@@ -160,8 +188,9 @@ bool read_entry(FILE* file, uint32 version, DumpedEntry* dumped) {
 }
 
 // In the postmaster, before any backend exists. Entries beyond a lowered inbox.max_consumers
-// are added to their database row, as new consumers would be. Counters saved by 1.0's library
-// (version 1) are read too, so that a package update keeps them.
+// are added to their database row, as new consumers would be. Counters saved by the libraries of
+// 1.0 (version 1) and of 1.1 and 1.2 (version 2) are read too, so that a package update keeps
+// them.
 void load_counters() {
     shared->counting_since = GetCurrentTimestamp();
     uint32 version = 0;
@@ -169,7 +198,7 @@ void load_counters() {
     if (file == nullptr) return;
     TimestampTz counting_since = 0;
     int32 count = 0;
-    bool ok = (version == 1 || version == dump_file_version) &&
+    bool ok = version >= 1 && version <= dump_file_version &&
               pg::read_state(file, &counting_since, sizeof(TimestampTz)) &&
               pg::read_state(file, &count, sizeof(int32));
     if (ok) shared->counting_since = counting_since;

@@ -23,6 +23,7 @@ struct StatsCounters {
     int64 in_progress;              // answers that a copy was held by an open transaction
     int64 payload_mismatches;       // copies whose payload differed from the first delivery's
     int64 poisoned;                 // deliveries refused after max_attempts failures
+    int64 attempts_evicted;         // messages whose failed attempts the full table forgot (1.3)
 };
 
 // One consumer's counters as read by a snapshot.

@@ -8,7 +8,10 @@ extern "C" {
 
 struct Consumer {
     int16 id;
-    int32 max_attempts;  // 0: no limit
-    Oid owner;           // InvalidOid: open to every role that may call the functions
-    text* name;          // as the caller gave it: what its failed attempts are known by
+    int32 max_attempts;   // 0: no limit
+    Oid owner;            // InvalidOid: open to every role that may call the functions, unless
+    bool owner_missing;   // the registry names an owner no role of this cluster has (a restore
+                          // without that role): then superusers only
+    NameData owner_name;  // that missing owner's name, for the error that says so
+    text* name;           // as the caller gave it: what its failed attempts are known by
 };

@@ -5,9 +5,15 @@
 
 extern "C" {
 #include "postgres.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
 }
 
 #include "store/consumer.hpp"
+
+// The consumer's owner from column `column` of a registry row: a role's OID (1.2's regrole) or
+// its name (1.3), which is looked up now. A name no role has leaves the consumer to superusers.
+void read_consumer_owner(HeapTuple row, TupleDesc columns, int column, Consumer* consumer);
 
 // Whether the current user has the privileges of the consumer's owner (superusers have them).
 bool may_act_for(const Consumer& consumer);

@@ -1,9 +1,11 @@
 // See consumer_registration.hpp. An id is chosen without waiting: the first id above the
 // registry's highest (then, when those are used up, from the lowest up) that no committed
-// registration holds and no open one is taking. Each candidate is reserved by a
-// transaction-level lock taken without waiting (an open registration holding it is passed over)
-// and checked against the committed rows once reserved; the lock goes with the transaction, or
-// with the subtransaction that rolls back, as the row does.
+// registration holds, no marker carries and no open registration is taking. The markers count as
+// much as the registry: a registry lost on its own (a restore whose copy of it failed) must not
+// hand a new consumer the markers of an old one. Each candidate is reserved by a transaction-level
+// lock taken without waiting (an open registration holding it is passed over) and checked against
+// the committed rows once reserved; the lock goes with the transaction, or with the subtransaction
+// that rolls back, as the row does.
 extern "C" {
 #include "postgres.h"
 #include "access/xlog.h"
@@ -50,8 +52,12 @@ MarkerStatement highest_id = {.sql = "SELECT pg_catalog.max(id) FROM inbox.consu
                               .argtypes = {},
                               .plan = nullptr};
 
+// Two index descents: the markers' primary key leads with the consumer.
 MarkerStatement find_id = {
-    .sql = "SELECT FROM inbox.consumer_registry WHERE id OPERATOR(pg_catalog.=) $1",
+    .sql =
+        "SELECT FROM inbox.consumer_registry WHERE id OPERATOR(pg_catalog.=) $1 "
+        "UNION ALL (SELECT FROM inbox.markers WHERE consumer_id OPERATOR(pg_catalog.=) $1 LIMIT 1) "
+        "LIMIT 1",
     .nargs = 1,
     .argtypes = {INT2OID},
     .plan = nullptr};
@@ -66,8 +72,8 @@ MarkerStatement insert_registry_row = {
     .argtypes = {INT2OID, TEXTOID},
     .plan = nullptr};
 
-// Whether a committed registration holds `id` (every commit so far, whatever this transaction's
-// snapshot).
+// Whether a committed registration holds `id`, or a committed marker carries it (every commit so
+// far, whatever this transaction's snapshot).
 bool id_taken(int32 id) {
     Datum value = Int16GetDatum(static_cast<int16>(id));
     read_latest_as_store_owner(&find_id, &value);
@@ -137,6 +143,7 @@ bool insert_consumer(text* consumer, Consumer* registered) {
         registered->id = register_by_coordinator(consumer);
         registered->max_attempts = 0;
         registered->owner = InvalidOid;
+        registered->owner_missing = false;
         return true;
     }
     int32 id = first_candidate();
@@ -157,6 +164,7 @@ bool insert_consumer(text* consumer, Consumer* registered) {
         registered->id = static_cast<int16>(id);
         registered->max_attempts = isnull ? 0 : DatumGetInt32(max_attempts);
         registered->owner = InvalidOid;  // configure_consumer gives one
+        registered->owner_missing = false;
         return true;
     }
     report_registry_full(consumer);

@@ -15,10 +15,12 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 }
 
 #include <cstring>
@@ -54,10 +56,17 @@ void forget_consumers(Datum, Oid relid) {
     }
 }
 
+// An owner kept by name (1.3) is looked up when cached: a role created, renamed or dropped since
+// (the missing owner of a restore created at last) is looked up again.
+void forget_consumers_of_roles(Datum, int, uint32) {
+    forget_consumers((Datum)0, InvalidOid);
+}
+
 HTAB* consumer_cache() {
     static bool callback_registered = false;
     if (!callback_registered) {
         CacheRegisterRelcacheCallback(forget_consumers, (Datum)0);
+        CacheRegisterSyscacheCallback(AUTHOID, forget_consumers_of_roles, (Datum)0);
         callback_registered = true;
     }
     Oid registry = marker_store()->registry;
@@ -96,18 +105,18 @@ bool read_consumer(Consumer* found, bool* committed) {
     Datum max_attempts = SPI_getbinval(row, columns, 3, &isnull);
     found->max_attempts = isnull ? 0 : DatumGetInt32(max_attempts);
     found->owner = InvalidOid;
-    if (columns->natts >= 4) {
-        Datum owner = SPI_getbinval(row, columns, 4, &isnull);
-        if (!isnull) found->owner = DatumGetObjectId(owner);
-    }
+    found->owner_missing = false;
+    if (columns->natts >= 4) read_consumer_owner(row, columns, 4, found);
     *committed = !TransactionIdIsCurrentTransactionId(writer);
     return true;
 }
 
 bool read_registry_row(text* consumer, Consumer* found, bool* committed) {
     Datum name = PointerGetDatum(consumer);
-    read_latest_as_store_owner(
-        marker_store()->consumer_owners ? &find_consumer_row : &find_consumer_row_1_1, &name);
+    read_latest_as_store_owner(marker_store()->owner_column != OwnerColumn::none
+                                   ? &find_consumer_row
+                                   : &find_consumer_row_1_1,
+                               &name);
     return read_consumer(found, committed);
 }
 
@@ -157,9 +166,8 @@ bool find_consumer(text* consumer, Registration registration, Consumer* found) {
             : nullptr;
     found->name = consumer;
     if (cached != nullptr) {
-        found->id = cached->consumer.id;
-        found->max_attempts = cached->consumer.max_attempts;
-        found->owner = cached->consumer.owner;
+        *found = cached->consumer;
+        found->name = consumer;
         return true;
     }
     bool committed = false;
@@ -184,14 +192,17 @@ MarkerStatement lock_consumer_row = {
     .argtypes = {INT2OID},
     .plan = nullptr};
 
-// 1.2's, and 1.1's, whose function has no owner.
-MarkerStatement configure = {
-    .sql =
-        "UPDATE inbox.consumer_registry SET retention = $2, max_attempts = $3, owner = $4 "
-        "WHERE id OPERATOR(pg_catalog.=) $1",
-    .nargs = 4,
-    .argtypes = {INT2OID, INTERVALOID, INT4OID, REGROLEOID},
-    .plan = nullptr};
+// 1.3's (the owner by name), 1.2's (a regrole), and 1.1's, whose function has no owner.
+#define CONFIGURE(owner_type)                                                                   \
+    {                                                                                           \
+        .sql =                                                                                  \
+            "UPDATE inbox.consumer_registry SET retention = $2, max_attempts = $3, owner = $4 " \
+            "WHERE id OPERATOR(pg_catalog.=) $1",                                               \
+        .nargs = 4, .argtypes = {INT2OID, INTERVALOID, INT4OID, owner_type}, .plan = nullptr    \
+    }
+MarkerStatement configure_owner_by_name = CONFIGURE(NAMEOID);
+MarkerStatement configure_owner_by_oid = CONFIGURE(REGROLEOID);
+#undef CONFIGURE
 MarkerStatement configure_1_1 = {
     .sql =
         "UPDATE inbox.consumer_registry SET retention = $2, max_attempts = $3 "
@@ -207,13 +218,32 @@ void require_compact_store() {
                         errhint("Run ALTER EXTENSION inbox UPDATE.")));
 }
 
+// A consumer that the lookup found (with a snapshot taken then) and that this transaction's
+// snapshot cannot see, under REPEATABLE READ or SERIALIZABLE: registered, or changed, by a
+// transaction that committed after it began. Changing it would act on a row the transaction
+// cannot see: a serialization failure, to be retried, as PostgreSQL reports an UPDATE of a row
+// changed since the snapshot.
+[[noreturn]] void report_unseen_consumer(text* consumer) {
+    ereport(ERROR,
+            (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+             errmsg("could not serialize access to consumer \"%s\"", text_to_cstring(consumer)),
+             errdetail("It was registered or changed by a transaction that committed after "
+                       "this transaction's snapshot."),
+             errhint("Retry the transaction.")));
+}
+
 // The owner of the registered consumer, its row locked until the transaction ends.
-Oid lock_owner(int16 id) {
-    Datum value = Int16GetDatum(id);
+void lock_owner(Consumer* consumer) {
+    Datum value = Int16GetDatum(consumer->id);
     execute_as_store_owner(&lock_consumer_row, &value);
-    bool isnull = true;
-    Datum owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-    return isnull ? InvalidOid : DatumGetObjectId(owner);
+    if (SPI_processed == 0) report_unseen_consumer(consumer->name);
+    read_consumer_owner(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, consumer);
+}
+
+// The new owner as the registry's column takes it.
+Datum owner_value(OwnerColumn column, Oid role) {
+    if (column == OwnerColumn::role_oid) return ObjectIdGetDatum(role);
+    return DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(role, false)));
 }
 
 }  // namespace
@@ -229,17 +259,24 @@ void configure_consumer(text* consumer, const ConsumerSettings& settings) {
     pg::spi_connect();
     Consumer configured;
     find_consumer(consumer, Registration::always, &configured);
-    if (marker_store()->consumer_owners) configured.owner = lock_owner(configured.id);
+    OwnerColumn owner_column = marker_store()->owner_column;
+    if (owner_column != OwnerColumn::none) lock_owner(&configured);
     require_consumer_access(configured);
     const NullableDatum* owner = settings.owner;
-    if (owner != nullptr && !owner->isnull)
-        require_new_owner(consumer, DatumGetObjectId(owner->value));
-    Datum values[4] = {Int16GetDatum(configured.id), settings.retention.value,
-                       settings.max_attempts.value, owner != nullptr ? owner->value : (Datum)0};
+    bool sets_owner = owner != nullptr && owner_column != OwnerColumn::none;
+    if (sets_owner && !owner->isnull) require_new_owner(consumer, DatumGetObjectId(owner->value));
+    Datum values[4] = {
+        Int16GetDatum(configured.id), settings.retention.value, settings.max_attempts.value,
+        sets_owner && !owner->isnull ? owner_value(owner_column, DatumGetObjectId(owner->value))
+                                     : (Datum)0};
     char nulls[4] = {' ', settings.retention.isnull ? 'n' : ' ',
                      settings.max_attempts.isnull ? 'n' : ' ',
-                     owner == nullptr || owner->isnull ? 'n' : ' '};
-    execute_as_store_owner(owner != nullptr ? &configure : &configure_1_1, values, nulls);
+                     !sets_owner || owner->isnull ? 'n' : ' '};
+    MarkerStatement* update = !sets_owner                              ? &configure_1_1
+                              : owner_column == OwnerColumn::role_name ? &configure_owner_by_name
+                                                                       : &configure_owner_by_oid;
+    execute_as_store_owner(update, values, nulls);
+    if (SPI_processed == 0) report_unseen_consumer(consumer);
     SPI_finish();
     // Every backend re-reads what it caches of the registry.
     CacheInvalidateRelcacheByRelid(marker_store()->registry);

@@ -4,6 +4,7 @@ extern "C" {
 #include "postgres.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "utils/inval.h"
@@ -20,7 +21,7 @@ MarkerStore cached_store = {.layout = MarkerLayout::compact,
                             .markers = InvalidOid,
                             .details = InvalidOid,
                             .registry = InvalidOid,
-                            .consumer_owners = false,
+                            .owner_column = OwnerColumn::none,
                             .owner = InvalidOid,
                             .distribution = StoreDistribution::local};
 bool store_cached = false;
@@ -59,7 +60,7 @@ const MarkerStore* marker_store() {
                          .markers = find_table("markers", NoLock),
                          .details = find_table("marker_details", NoLock),
                          .registry = find_table("consumer_registry", NoLock),
-                         .consumer_owners = false,
+                         .owner_column = OwnerColumn::none,
                          .owner = InvalidOid,
                          .distribution = StoreDistribution::local};
     if (!OidIsValid(store.markers)) {
@@ -71,13 +72,17 @@ const MarkerStore* marker_store() {
                  .markers = messages,
                  .details = InvalidOid,
                  .registry = InvalidOid,
-                 .consumer_owners = false,
+                 .owner_column = OwnerColumn::none,
                  .owner = InvalidOid,
                  .distribution = StoreDistribution::local};
     } else if (!OidIsValid(store.registry)) {
         report_missing_store();
     } else {
-        store.consumer_owners = get_attnum(store.registry, "owner") != InvalidAttrNumber;
+        AttrNumber owner = get_attnum(store.registry, "owner");
+        if (owner != InvalidAttrNumber)
+            store.owner_column = get_atttype(store.registry, owner) == NAMEOID
+                                     ? OwnerColumn::role_name
+                                     : OwnerColumn::role_oid;
     }
     HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(store.markers));
     if (!HeapTupleIsValid(tuple)) report_missing_store();

@@ -20,13 +20,17 @@ extern "C" {
 
 enum class MarkerLayout { compact, version_1_0 };
 
+// How the registry keeps a consumer's owner: 1.1 has no owner; 1.2 keeps the role's OID (a
+// regrole); 1.3 keeps the role's name, which a restore without the role still loads.
+enum class OwnerColumn { none, role_oid, role_name };
+
 struct MarkerStore {
     MarkerLayout layout;
     Oid markers;   // inbox.markers, or 1.0's inbox.messages
     Oid details;   // inbox.marker_details; InvalidOid in the 1.0 layout (and during the update)
     Oid registry;  // inbox.consumer_registry; InvalidOid in the 1.0 layout
-    bool consumer_owners;  // the registry has 1.2's column owner
-    Oid owner;             // of the markers' table: the statements run as this role
+    OwnerColumn owner_column;
+    Oid owner;  // of the markers' table: the statements run as this role
     StoreDistribution distribution;
 };
 

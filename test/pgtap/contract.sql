@@ -1,7 +1,7 @@
 -- The public contract as the README's SQL reference states it, object by object: the names,
 -- signatures and types that users and their tooling depend on.
 BEGIN;
-SELECT plan(73);
+SELECT plan(74);
 
 SELECT has_schema('inbox');
 SELECT has_view('inbox', 'messages', 'the markers, as a view over the compact store');
@@ -17,7 +17,7 @@ SELECT columns_are('inbox', 'consumers',
                    ARRAY['consumer', 'retention', 'max_attempts', 'registered_at', 'owner']);
 SELECT col_type_is('inbox', 'consumers', 'retention', 'interval', 'retention is an interval');
 SELECT col_type_is('inbox', 'consumers', 'max_attempts', 'integer', 'max_attempts is an integer');
-SELECT col_type_is('inbox', 'consumers', 'owner', 'regrole', 'owner is a regrole');
+SELECT col_type_is('inbox', 'consumers', 'owner', 'name', 'owner is a role''s name');
 SELECT function_returns('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer', 'regrole'],
                         'void');
 SELECT hasnt_function('inbox', 'configure_consumer', ARRAY['text', 'interval', 'integer'],
@@ -81,6 +81,8 @@ SELECT col_type_is('inbox', 'attempts', 'last_failed_at', 'timestamp with time z
 SELECT has_column('inbox', 'stats', 'in_progress', 'stats counts in_progress answers');
 SELECT has_column('inbox', 'stats', 'payload_mismatches', 'stats counts payload mismatches');
 SELECT has_column('inbox', 'stats', 'poisoned', 'stats counts poisoned answers');
+SELECT col_type_is('inbox', 'stats', 'attempts_evicted', 'bigint',
+                   'stats counts the failed attempts forgotten to make room');
 SELECT isnt_strict('inbox', 'receive', ARRAY['text', 'text', 'jsonb', 'boolean']);
 SELECT isnt_strict('inbox', 'complete', ARRAY['text', 'text', 'jsonb']);
 SELECT isnt_strict('inbox', 'claim_batch', ARRAY['text', 'text[]']);

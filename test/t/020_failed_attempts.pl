@@ -3,7 +3,8 @@
 # crash (as the counters are: docs/outcomes.md, "What a crash loses"); max_attempts makes receive answer
 # poisoned and apply raise IB001 without running the handler; success and forget clear them; and
 # inbox.max_failed_messages bounds them: when more messages fail than fit, the least recently
-# failed ones are forgotten.
+# failed ones are forgotten, each consumer keeping a fair share of the table
+# (026_attempts_fair_share.pl).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -132,8 +133,9 @@ $node->safe_psql('postgres',
 is(failures('bound', 'b-3'), 0, 'after a restart, the least recent goes next');
 is(failures('bound', 'b-4'), 1, 'and only it');
 
-# A transaction that claims more messages than the table holds, and rolls back: the table
-# keeps the last 100 of them (and no other consumer's).
+# A transaction that claims more messages than the table holds, and rolls back: its consumer
+# takes the table from the other one that fills it until they hold as many messages each, then
+# keeps its own latest failures.
 $node->safe_psql('postgres', q{
     BEGIN;
     SELECT count(*) FROM generate_series(1, 150) g WHERE inbox.claim('bulk', 'k-' || g);
@@ -142,9 +144,13 @@ $node->safe_psql('postgres', q{
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) || ' ' || min(substr(message_id, 3)::int) || ' ' || max(substr(message_id, 3)::int)
           FROM inbox.attempts WHERE consumer = 'bulk'}),
-	'100 51 150',
-	'more failures than fit: the 100 most recent are kept');
-is($node->safe_psql('postgres', $count_bound), 0, 'the older ones went');
+	'50 101 150',
+	'more failures than fit: the 50 most recent are kept, a fair share');
+is($node->safe_psql('postgres', $count_bound), 50,
+	'the other consumer keeps the other half');
+is( $node->safe_psql('postgres',
+		q{SELECT attempts_evicted FROM inbox.stats WHERE consumer = 'bound'}),
+	52, 'its evictions are counted: 2 before the restart, 50 now');
 
 my $segments = $node->safe_psql('postgres',
 	q{SELECT sum(allocated_size) FROM pg_shmem_allocations

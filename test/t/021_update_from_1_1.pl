@@ -1,9 +1,9 @@
-# ALTER EXTENSION inbox UPDATE from 1.1 to 1.2, which drops the consumer id sequence, keeps what a
-# database used as 1.1 was holds: every marker stays a duplicate, the consumers keep their ids
-# and settings (gap in the ids included), stored results and payload fingerprints answer as
-# before, failed attempts still count, the grants made with inbox.grant_access still work, a new
+# ALTER EXTENSION inbox UPDATE from 1.1 (through 1.2, which drops the consumer id sequence, to
+# the default version) keeps what a database used as 1.1 holds: every marker stays a duplicate,
+# the consumers keep their ids and settings (gap in the ids included), stored results and
+# payload fingerprints answer as before, failed attempts still count, the grants made with inbox.grant_access still work, a new
 # consumer registers above the highest id, and a dump of the updated database restores with all
-# of it. (1.0 to 1.2 in one update: 015_update_from_1_0.pl.)
+# of it. (1.0 in one update: 015_update_from_1_0.pl; 1.2: 027_update_from_1_2.pl.)
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -76,7 +76,7 @@ $node->command_ok(['pg_restore', '--exit-on-error', '--dbname', $node->connstr('
 	'pg_restore of it');
 
 is($node->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
-	'1.2', 'the extension is at 1.2');
+	'1.3', 'the extension is at the default version, 1.3');
 is( $node->safe_psql('shop', q{
 		SELECT to_regclass('inbox.consumer_registry_id_seq') IS NULL
 		   AND NOT EXISTS (SELECT FROM pg_extension e, unnest(e.extconfig) c

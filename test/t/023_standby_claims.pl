@@ -2,6 +2,8 @@
 # or new to the standby, naming the function and not an internal statement; nothing waits (a
 # claim of a new consumer once waited for a worker that cannot start during recovery, and each
 # cancelled one kept a worker slot), so no number of attempts uses anything up: ten rounds.
+# Reading inbox.attempts of a database still at 1.1 registers nothing, on the primary (in a
+# read-only transaction too) or on the standby.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -58,6 +60,32 @@ for my $round (1 .. 10)
 is($failures, 0, 'every writing call fails at once with 25006 naming the function, ten rounds over');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM inbox.consumers'),
 	'1', 'the standby still reads the registry');
+
+# A database still at 1.1, whose inbox.attempts shows the failures of registered consumers only:
+# the failures of a consumer whose first claims all rolled back are kept (by its name), and
+# reading the view must not register it.
+$primary->safe_psql('postgres', 'CREATE DATABASE legacy');
+$primary->safe_psql('legacy', q{
+	CREATE EXTENSION inbox VERSION '1.1';
+	CREATE FUNCTION decline(payload jsonb) RETURNS void LANGUAGE plpgsql
+		AS $$ BEGIN RAISE EXCEPTION 'declined'; END $$;
+	SELECT inbox.claim('known', 'm-1');
+});
+$primary->psql('legacy', q{SELECT inbox.apply('unregistered', 'm-1', 'decline(jsonb)')});
+$primary->psql('legacy', q{SELECT inbox.apply('known', 'm-2', 'decline(jsonb)')});
+is($primary->safe_psql('legacy', q{
+		SELECT string_agg(consumer || ':' || message_id, ' ' ORDER BY consumer) FROM inbox.attempts}),
+	'known:m-2', '1.1: the failures of the registered consumer are shown');
+is($primary->safe_psql('legacy', q{
+		BEGIN READ ONLY;
+		SELECT count(*) FROM inbox.attempts;
+		COMMIT;}),
+	'1', '1.1: and read in a read-only transaction');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('legacy', 'SELECT count(*) FROM inbox.attempts'), '0',
+	'1.1: and on the standby, which has no failure of its own');
+is($primary->safe_psql('legacy', q{SELECT string_agg(consumer, ' ') FROM inbox.consumers}),
+	'known', '1.1: reading the view registered no consumer');
 
 $standby->stop;
 $primary->stop;

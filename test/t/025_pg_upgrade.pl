@@ -41,7 +41,7 @@ $old->safe_psql('postgres', q{
 	CREATE ROLE other_app LOGIN;
 });
 
-# shop, at 1.2 (the version this tree installs): three consumers with ids of every stored form
+# shop, at the version this tree installs (1.3): three consumers with ids of every stored form
 # (canonical UUID, upper-case UUID, 16-byte ids, others), over a thousand each of UUIDs and of
 # numbered ids, so that the markers and their indexes span many pages; consumers' own settings,
 # a stored result, a payload's fingerprint, a forgotten marker, a message that failed up to its
@@ -110,7 +110,7 @@ $new->start;
 
 is( $new->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'")
 	  . ' ' . $new->safe_psql('legacy', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
-	'1.2 1.1', 'each database keeps its extension version');
+	'1.3 1.1', 'each database keeps its extension version');
 
 # What a database must answer after the upgrade, before any new write changes it.
 sub check_markers_kept
@@ -127,7 +127,7 @@ sub check_markers_kept
 	return;
 }
 
-check_markers_kept('shop', 'shop, at 1.2');
+check_markers_kept('shop', 'shop, at 1.3');
 check_markers_kept('legacy', 'legacy, at 1.1 on the new major');
 is( $new->safe_psql('shop', q{
 		SELECT count(*) FROM (
@@ -186,13 +186,13 @@ is( $new->safe_psql('shop', q{
 		    GROUP BY b.consumer) gone}),
 	'shipping 500', "the purge honours each consumer's retention");
 
-# ALTER EXTENSION inbox UPDATE: nothing to do at 1.2; 1.1 goes to 1.2 and keeps every marker.
+# ALTER EXTENSION inbox UPDATE: nothing to do at 1.3; 1.1 goes to 1.3 and keeps every marker.
 $new->safe_psql('shop', 'ALTER EXTENSION inbox UPDATE');
 $new->safe_psql('legacy', 'ALTER EXTENSION inbox UPDATE');
 is( $new->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'")
 	  . ' ' . $new->safe_psql('legacy', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
-	'1.2 1.2', 'ALTER EXTENSION inbox UPDATE brings the 1.1 database to 1.2');
-check_markers_kept('legacy', 'legacy, updated to 1.2');
+	'1.3 1.3', 'ALTER EXTENSION inbox UPDATE brings the 1.1 database to 1.3');
+check_markers_kept('legacy', 'legacy, updated to 1.3');
 is( $new->safe_psql('legacy', q{SELECT retention FROM inbox.consumers WHERE consumer = 'orders'}),
 	'7 days', "legacy: the consumer's retention is kept through the update");
 
