@@ -150,3 +150,144 @@ FROM database_counters d
 WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0
    OR d.in_progress OPERATOR(pg_catalog.>) 0 OR d.payload_mismatches OPERATOR(pg_catalog.>) 0
    OR d.poisoned OPERATOR(pg_catalog.>) 0 OR d.attempts_evicted OPERATOR(pg_catalog.>) 0;
+
+-- ---- configure_consumer changes what it names; reset_consumer; what 'operate' grants ---------
+-- Grants of a function given to the roles that may execute another, the initial privileges kept
+-- as a fresh installation's (as 1.2's function of the same name). Used by this script only.
+CREATE FUNCTION inbox.grant_execute_like(model regprocedure, granted regprocedure)
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    grantee pg_catalog.regrole;
+    initial pg_catalog.aclitem[];
+BEGIN
+    SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
+    WHERE i.objoid OPERATOR(pg_catalog.=) granted
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    FOR grantee IN
+        SELECT a.grantee::pg_catalog.regrole
+        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+        WHERE p.oid OPERATOR(pg_catalog.=) model
+          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          AND a.grantee OPERATOR(pg_catalog.<>) 0
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO %s', granted, grantee);
+    END LOOP;
+    UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
+    WHERE i.objoid OPERATOR(pg_catalog.=) granted
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.=) 0;
+END $$;
+
+-- A call changes only the settings it names (NULL or left out: kept), as ALTER ... SET does;
+-- inbox.reset_consumer gives the named ones their defaults back, as ALTER ... RESET. 1.2 set
+-- every setting at each call, so that configuring a retention dropped the owner. Replaced in
+-- place: its grants stay.
+CREATE OR REPLACE FUNCTION inbox.configure_consumer(consumer text, retention interval DEFAULT NULL,
+                                                    max_attempts integer DEFAULT NULL,
+                                                    owner regrole DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_configure_consumer_1_3';
+COMMENT ON FUNCTION inbox.configure_consumer(text, interval, integer, regrole) IS
+    'Sets the settings it is given of a consumer (retention, failure limit, owner) and keeps the '
+    'others; registers the consumer when new. inbox.reset_consumer resets.';
+
+CREATE FUNCTION inbox.reset_consumer(consumer text, VARIADIC settings text[])
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_reset_consumer';
+COMMENT ON FUNCTION inbox.reset_consumer(text, text[]) IS
+    'Gives the named settings of a consumer (retention, max_attempts, owner) their defaults: '
+    'inbox.retention, no failure limit, no owner.';
+REVOKE ALL ON FUNCTION inbox.reset_consumer(text, text[]) FROM PUBLIC;
+SELECT inbox.grant_execute_like('inbox.configure_consumer(text, interval, integer, regrole)',
+                                'inbox.reset_consumer(text, text[])');
+-- 'operate' includes scheduling the purge with pg_cron: the roles that may run the purge may.
+SELECT inbox.grant_execute_like('inbox.purge(bigint)', 'inbox.schedule_purge(text)');
+SELECT inbox.grant_execute_like('inbox.purge(bigint)', 'inbox.unschedule_purge()');
+DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
+
+-- grant_access: 'operate' includes reset_consumer, and schedule_purge and unschedule_purge (with
+-- pg_cron, the purge it may run by hand).
+CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    privileges text;
+    grants text[];
+    statement text;
+    worker record;
+BEGIN
+    IF grantee IS NULL OR access IS NULL THEN
+        RAISE EXCEPTION 'grantee and access must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT inbox.grant_access(''app'', ''consume'').';
+    END IF;
+    privileges := CASE access
+        WHEN 'consume' THEN
+            'EXECUTE ON FUNCTION inbox.claim(text, text), '
+            'inbox.apply(text, text, regprocedure, jsonb), '
+            'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
+            'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
+            'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb), '
+            'inbox.message_key(text)'
+        WHEN 'operate' THEN
+            'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
+            'inbox.configure_consumer(text, interval, integer, regrole), '
+            'inbox.reset_consumer(text, text[]), inbox.schedule_purge(text), '
+            'inbox.unschedule_purge()'
+        WHEN 'monitor' THEN
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+    END;
+    IF privileges IS NULL THEN
+        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+                     'operate: forget, purge, schedule_purge, configure_consumer, '
+                     'reset_consumer, stats_reset; monitor: the views.';
+    END IF;
+    -- On the extension's own objects: those Citus copies to no worker node (below).
+    grants := ARRAY[format('GRANT %s TO %s', privileges, grantee)];
+    IF access = 'operate' THEN
+        grants := grants || format('GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO %s', grantee);
+    ELSIF access = 'monitor' THEN
+        -- the functions the views call run with the caller's privileges
+        grants := grants || format('GRANT EXECUTE ON FUNCTION inbox.stats_counters(), '
+                                   'inbox.marker_counts(), inbox.worker_status(), '
+                                   'inbox.failed_attempts() TO %s', grantee);
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA inbox TO %s', grantee);
+    FOREACH statement IN ARRAY grants LOOP
+        EXECUTE statement;
+    END LOOP;
+    -- Distributed with Citus (inbox.distribute()): Citus reads the registry behind a view with the
+    -- reader's own privileges, and copies the GRANTs on the schema and on its own tables to the
+    -- worker nodes, but none on an extension's functions: delegated calls and the workers' own
+    -- clients run them there. (Through connections of their own, outside this transaction:
+    -- those grants are made again there, not the ones Citus copies within it.)
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                   WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'inbox.consumer_registry'::regclass) THEN
+        RETURN;
+    END IF;
+    IF access = 'monitor' THEN
+        EXECUTE format('GRANT SELECT ON inbox.consumer_registry TO %s', grantee);
+    END IF;
+    FOR worker IN
+        SELECT r.nodename, r.nodeport, r.result
+        FROM pg_catalog.run_command_on_workers(
+            -- (a worker changes objects Citus distributes only as the coordinator's own)
+            'SET citus.enable_ddl_propagation = off; '
+            || array_to_string(grants, '; ')) r
+        WHERE NOT r.success
+    LOOP
+        RAISE EXCEPTION 'could not grant % access to % on worker node %:%', access, grantee,
+            worker.nodename, worker.nodeport
+        USING ERRCODE = 'connection_failure', DETAIL = worker.result,
+              HINT = 'The role must exist on the workers: create it in a transaction of its own.';
+    END LOOP;
+END $$;

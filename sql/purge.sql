@@ -207,11 +207,14 @@ SELECT r.name AS consumer, count(m.*) AS markers,
        (SELECT count(*) FROM inbox.marker_details d WHERE d.consumer_id = r.id) AS details
 FROM inbox.consumer_registry r LEFT JOIN inbox.messages m ON m.consumer = r.name
 WHERE r.name IN ('keeper', 'hasty', 'plain') GROUP BY r.id, r.name ORDER BY r.name;
--- inbox.consumers shows each window, NULL for inbox.retention. Configured back to the defaults,
--- "keeper" follows inbox.retention again: its 2-hour-old markers go with the next purge.
+-- inbox.consumers shows each window, NULL for inbox.retention. Its retention reset (a
+-- configure_consumer that names no setting changes none), "keeper" follows inbox.retention
+-- again: its 2-hour-old markers go with the next purge.
 SELECT consumer, retention, max_attempts FROM inbox.consumers
 WHERE consumer IN ('keeper', 'hasty', 'plain') ORDER BY consumer;
 SELECT inbox.configure_consumer('keeper');
+SELECT consumer, retention FROM inbox.consumers WHERE consumer = 'keeper';
+SELECT inbox.reset_consumer('keeper', 'retention');
 SELECT consumer, retention, max_attempts FROM inbox.consumers WHERE consumer = 'keeper';
 -- (log_purge reads ids as their bytes, which keeper's 16-byte ids are not stored as.)
 ALTER TABLE inbox.markers DISABLE TRIGGER log_purge;

@@ -183,11 +183,12 @@ bool find_consumer(text* consumer, Registration registration, Consumer* found) {
 
 namespace {
 
-// The consumer's row locked, with its owner as the last committed change left it: what decides
-// who may configure it.
+// The consumer's row locked, with its settings as the last committed change left them: the
+// owner decides who may configure it, and the settings a call does not name are kept.
 MarkerStatement lock_consumer_row = {
     .sql =
-        "SELECT owner FROM inbox.consumer_registry WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        "SELECT owner, retention, max_attempts FROM inbox.consumer_registry "
+        "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
     .nargs = 1,
     .argtypes = {INT2OID},
     .plan = nullptr};
@@ -232,18 +233,38 @@ void require_compact_store() {
              errhint("Retry the transaction.")));
 }
 
-// The owner of the registered consumer, its row locked until the transaction ends.
-void lock_owner(Consumer* consumer) {
+// A consumer's settings as its row holds them, in the registry's own types.
+struct StoredSettings {
+    NullableDatum owner;
+    NullableDatum retention;
+    NullableDatum max_attempts;
+};
+
+// The registered consumer's row locked until the transaction ends: its owner, and its settings.
+StoredSettings lock_consumer(Consumer* consumer) {
     Datum value = Int16GetDatum(consumer->id);
     execute_as_store_owner(&lock_consumer_row, &value);
     if (SPI_processed == 0) report_unseen_consumer(consumer->name);
-    read_consumer_owner(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, consumer);
+    HeapTuple row = SPI_tuptable->vals[0];
+    TupleDesc columns = SPI_tuptable->tupdesc;
+    read_consumer_owner(row, columns, 1, consumer);
+    StoredSettings stored;
+    stored.owner.value = SPI_getbinval(row, columns, 1, &stored.owner.isnull);
+    stored.retention.value = SPI_getbinval(row, columns, 2, &stored.retention.isnull);
+    stored.max_attempts.value = SPI_getbinval(row, columns, 3, &stored.max_attempts.isnull);
+    return stored;
 }
 
 // The new owner as the registry's column takes it.
-Datum owner_value(OwnerColumn column, Oid role) {
-    if (column == OwnerColumn::role_oid) return ObjectIdGetDatum(role);
-    return DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(role, false)));
+NullableDatum owner_value(OwnerColumn column, const NullableDatum& role) {
+    if (role.isnull || column == OwnerColumn::role_oid) return role;
+    Oid owner = DatumGetObjectId(role.value);
+    return {.value = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(owner, false))),
+            .isnull = false};
+}
+
+NullableDatum named_or_stored(const ConsumerSetting& setting, const NullableDatum& stored) {
+    return setting.named ? setting.value : stored;
 }
 
 }  // namespace
@@ -260,22 +281,32 @@ void configure_consumer(text* consumer, const ConsumerSettings& settings) {
     Consumer configured;
     find_consumer(consumer, Registration::always, &configured);
     OwnerColumn owner_column = marker_store()->owner_column;
-    if (owner_column != OwnerColumn::none) lock_owner(&configured);
-    require_consumer_access(configured);
-    const NullableDatum* owner = settings.owner;
-    bool sets_owner = owner != nullptr && owner_column != OwnerColumn::none;
-    if (sets_owner && !owner->isnull) require_new_owner(consumer, DatumGetObjectId(owner->value));
-    Datum values[4] = {
-        Int16GetDatum(configured.id), settings.retention.value, settings.max_attempts.value,
-        sets_owner && !owner->isnull ? owner_value(owner_column, DatumGetObjectId(owner->value))
-                                     : (Datum)0};
-    char nulls[4] = {' ', settings.retention.isnull ? 'n' : ' ',
-                     settings.max_attempts.isnull ? 'n' : ' ',
-                     !sets_owner || owner->isnull ? 'n' : ' '};
-    MarkerStatement* update = !sets_owner                              ? &configure_1_1
-                              : owner_column == OwnerColumn::role_name ? &configure_owner_by_name
-                                                                       : &configure_owner_by_oid;
-    execute_as_store_owner(update, values, nulls);
+    MarkerStatement* update = &configure_1_1;
+    NullableDatum values[4] = {{.value = Int16GetDatum(configured.id), .isnull = false},
+                               settings.retention.value,
+                               settings.max_attempts.value,
+                               {.value = (Datum)0, .isnull = true}};
+    if (owner_column != OwnerColumn::none) {
+        StoredSettings stored = lock_consumer(&configured);
+        require_consumer_access(configured);
+        const ConsumerSetting& owner = settings.owner;
+        if (owner.named && !owner.value.isnull)
+            require_new_owner(consumer, DatumGetObjectId(owner.value.value));
+        values[1] = named_or_stored(settings.retention, stored.retention);
+        values[2] = named_or_stored(settings.max_attempts, stored.max_attempts);
+        values[3] = owner.named ? owner_value(owner_column, owner.value) : stored.owner;
+        update = owner_column == OwnerColumn::role_name ? &configure_owner_by_name
+                                                        : &configure_owner_by_oid;
+    } else {
+        require_consumer_access(configured);
+    }
+    Datum datums[4];
+    char nulls[4];
+    for (int i = 0; i < 4; i++) {
+        datums[i] = values[i].value;
+        nulls[i] = values[i].isnull ? 'n' : ' ';
+    }
+    execute_as_store_owner(update, datums, nulls);
     if (SPI_processed == 0) report_unseen_consumer(consumer);
     SPI_finish();
     // Every backend re-reads what it caches of the registry.

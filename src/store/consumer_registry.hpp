@@ -29,16 +29,24 @@ bool find_consumer(text* consumer, Registration registration, Consumer* found);
 // is written or counted.
 bool find_consumer_to_act(text* consumer, Registration registration, Consumer* found);
 
-// What configure_consumer sets; an owner NULL opens the consumer to every role. `owner` null:
-// 1.1's inbox.configure_consumer, which has no owner and leaves it as it is.
-struct ConsumerSettings {
-    NullableDatum retention;
-    NullableDatum max_attempts;
-    const NullableDatum* owner;
+// One setting of configure_consumer: whether the call changes it, and to what (NULL: the
+// default; for the owner, none).
+struct ConsumerSetting {
+    bool named;
+    NullableDatum value;
 };
 
-// Sets the consumer's own retention, max_attempts and owner, registering it when it is new; every
-// backend then reads the registry again. An error (42501) when the current user may not act for
-// the consumer as it is owned now, or may not give it to the new owner; an error (55000) in a
-// database whose markers are still in the layout of 1.0.
+// What a call of configure_consumer (or reset_consumer) changes; a setting not named keeps its
+// value. 1.1's function names no owner (its registry has none), 1.2's names every setting, 1.3's
+// those it is given, reset_consumer those it resets.
+struct ConsumerSettings {
+    ConsumerSetting retention;
+    ConsumerSetting max_attempts;
+    ConsumerSetting owner;
+};
+
+// Changes the settings named, registering the consumer when it is new; every backend then reads
+// the registry again. An error (42501) when the current user may not act for the consumer as it
+// is owned now, or may not give it to the new owner; an error (55000) in a database whose markers
+// are still in the layout of 1.0.
 void configure_consumer(text* consumer, const ConsumerSettings& settings);

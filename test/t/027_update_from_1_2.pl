@@ -2,7 +2,8 @@
 # owner by the role's name instead of its OID: every marker stays a duplicate, every consumer
 # keeps its id, settings and owner, an owner role dropped under 1.2 still leaves the consumer to
 # superusers only, the grants on the views that were replaced (made with grant_access or by
-# hand) still work and are dumped, and a dump of the updated database restores with all of it,
+# hand) still work and are dumped, 'operate' access granted under 1.2 includes what 1.3 adds to
+# it (reset_consumer, schedule_purge), and a dump of the updated database restores with all of it,
 # also where an owner role does not exist.
 use strict;
 use warnings;
@@ -20,6 +21,7 @@ $node->safe_psql('postgres', q{
 	CREATE ROLE dropped_service LOGIN;
 	CREATE ROLE dashboard LOGIN;
 	CREATE ROLE auditor LOGIN;
+	CREATE ROLE ops LOGIN;
 });
 
 # 1.2, used as 1.2 was: consumers with owners (one whose name needs quoting, one whose role is
@@ -29,7 +31,7 @@ $node->safe_psql('shop', q{
 	CREATE EXTENSION inbox VERSION '1.2';
 	SELECT inbox.grant_access(r::regrole, 'consume')
 	FROM (VALUES ('billing_service'), ('shipping_service'), ('"Audit Team"')) g (r);
-	SELECT inbox.grant_access('dashboard', 'monitor');
+	SELECT inbox.grant_access('dashboard', 'monitor'), inbox.grant_access('ops', 'operate');
 	GRANT USAGE ON SCHEMA inbox TO auditor;
 	GRANT SELECT ON inbox.consumers TO auditor;
 } . message_ids_sql(200) . q{
@@ -97,6 +99,11 @@ sub check_kept
 		"$label: the consumer whose owner was dropped serves no other role");
 	is($node->safe_psql($db, q{SELECT inbox.claim('orphan', 'o-1')}), 't',
 		"$label: and serves superusers");
+	is( $node->safe_psql($db, q{
+			SELECT string_agg(has_function_privilege('ops', r, 'EXECUTE')::text, ' ' ORDER BY r)
+			FROM unnest(ARRAY['inbox.reset_consumer(text, text[])', 'inbox.schedule_purge(text)',
+			                  'inbox.unschedule_purge()']) r}),
+		'true true true', "$label: the operator of 1.2 may reset a consumer and schedule the purge");
 	is( $node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers}, extra_params => [ '-U', 'dashboard' ])
 		  . ' ' . $node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers},
 			extra_params => [ '-U', 'auditor' ]),
