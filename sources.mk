@@ -20,7 +20,7 @@ INBOX_SOURCES = \
 	src/store/consumer_registration.cpp \
 	src/store/consumer_registry.cpp \
 	src/store/messages_delete.cpp \
-	src/stats/consumer_visibility.cpp \
+	src/stats/details_visibility.cpp \
 	src/stats/stats_table.cpp \
 	src/stats/citus_counters.cpp \
 	src/stats/stats_functions.cpp \

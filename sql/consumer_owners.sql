@@ -143,17 +143,19 @@ SELECT outcome FROM inbox.apply_batch('billing', 'owned_decline(jsonb)', '[{"id"
 SET ROLE regress_shipping_svc;
 SELECT outcome FROM inbox.apply_batch('open', 'owned_decline(jsonb)', '[{"id": "f-1"}]');
 RESET ROLE;
--- A reader with monitor access sees the open consumers; the owner's member sees its own too; a
--- monitoring role and a superuser see every consumer. The functions behind the views show the
--- same.
+-- Every reader with monitor access sees every consumer's numbers, owned or not (1.3): alerting
+-- on them must not depend on owners. The message ids and error texts of inbox.attempts are an
+-- owned consumer's own: shown to its owner's members, to a monitoring role and to a superuser,
+-- NULL ("hidden") to other readers. The functions behind the views show the same.
 CREATE FUNCTION owned_views() RETURNS TABLE (viewer name, stats text, attempts text,
                                              counters text, marker_counts text)
 LANGUAGE sql AS $$
     SELECT current_user,
            (SELECT string_agg(consumer, ',' ORDER BY consumer) FROM inbox.stats
             WHERE consumer IN (SELECT consumer FROM owned_consumers)),
-           (SELECT string_agg(consumer, ',' ORDER BY consumer) FROM inbox.attempts
-            WHERE consumer IN (SELECT consumer FROM owned_consumers)),
+           (SELECT string_agg(consumer || CASE WHEN message_id IS NULL AND last_message IS NULL
+                                               THEN ' hidden' ELSE '' END, ',' ORDER BY consumer)
+            FROM inbox.attempts WHERE consumer IN (SELECT consumer FROM owned_consumers)),
            (SELECT string_agg(consumer, ',' ORDER BY consumer) FROM inbox.stats_counters()
             WHERE consumer IN (SELECT consumer FROM owned_consumers)),
            (SELECT string_agg(consumer, ',' ORDER BY consumer) FROM inbox.marker_counts()

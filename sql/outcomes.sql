@@ -167,9 +167,17 @@ SELECT count(*) AS markers FROM inbox.messages WHERE consumer = 'oc-retry' AND m
 SELECT * FROM inbox.receive('oc-retry', 'r-2');
 -- Processed, a message leaves the view; forgotten too.
 SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
+-- forget answers false (no marker went) and says that the failed attempts did.
 SELECT inbox.forget('oc-retry', 'r-1');
 SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-retry' ORDER BY message_id;
 SELECT (inbox.receive('oc-retry', 'r-1')).outcome AS after_forget;
+-- The same for a consumer whose every first claim failed, and which is therefore not registered:
+-- its failures, kept by its name, go too.
+SELECT outcome('SELECT inbox.apply(''oc-never-registered'', ''n-1'', ''oc_book(jsonb)'', ''{"id": "n-1", "amount": -1}'')');
+SELECT count(*) AS registered FROM inbox.consumers WHERE consumer = 'oc-never-registered';
+SELECT message_id, failures FROM inbox.attempts WHERE consumer = 'oc-never-registered';
+SELECT inbox.forget('oc-never-registered', 'n-1');
+SELECT count(*) AS failed_messages FROM inbox.attempts WHERE consumer = 'oc-never-registered';
 
 -- inbox.stats counts the answers that write nothing: in_progress (isolation specs),
 -- payload_mismatches and poisoned.
@@ -209,9 +217,11 @@ SELECT count(*) - :markers_before AS markers_written FROM inbox.markers;
 -- Clean up: each file leaves the database as it found it.
 DROP TABLE oc_ledger;
 DROP FUNCTION oc_book(jsonb), oc_slow(jsonb), oc_nested(jsonb), oc_strict(jsonb);
+SET client_min_messages = warning;
 SELECT count(*) AS failed_messages FROM (SELECT inbox.forget(consumer, message_id) FROM inbox.attempts WHERE consumer LIKE 'oc-%') f;
 DELETE FROM inbox.messages WHERE consumer LIKE 'oc-%';
 SELECT inbox.forget('oc-retry', m) FROM unnest(ARRAY['r-1', 'r-2', 'r-3']) m;
+RESET client_min_messages;
 SELECT inbox.stats_reset();
 
 -- The outcome labels are kept by the backend from one statement to the next; the extension

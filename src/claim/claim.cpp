@@ -76,15 +76,23 @@ bool claim_marker(const MarkerIdentity& identity, bool refuse_poisoned, StoredMa
 
 bool forget_marker(const MarkerIdentity& identity) {
     pg::spi_connect();
-    bool removed = false;
     Consumer consumer;
-    if (find_consumer_to_act(identity.consumer, Registration::none, &consumer)) {  // else no marker
-        MessageKey stored;
-        store_message_id(identity.message_id, &stored);
-        removed = forget_claimed_marker(consumer, &stored);
-    }
+    bool registered = find_consumer_to_act(identity.consumer, Registration::none, &consumer);
+    if (!registered) consumer.name = identity.consumer;  // no marker, nor owner
+    MessageKey stored;
+    store_message_id(identity.message_id, &stored);
+    Forgotten forgotten = forget_claimed_marker(consumer, registered, &stored);
     SPI_finish();
-    return removed;
+    // false says that no marker went: that its failures did (a poisoned message released) is
+    // said too.
+    if (!forgotten.marker && forgotten.failures > 0)
+        ereport(
+            NOTICE,
+            (errmsg("message \"%s\" of consumer \"%s\" had no marker; its %d failed %s cleared",
+                    text_to_cstring(identity.message_id), text_to_cstring(identity.consumer),
+                    forgotten.failures, forgotten.failures == 1 ? "attempt was" : "attempts were"),
+             errdetail("Its next delivery starts afresh: no earlier failure counts against it.")));
+    return forgotten.marker;
 }
 
 // Runs the handler; an error it raises takes the marker with the transaction, and is what the

@@ -36,8 +36,7 @@ void insert_claimed_markers(const Consumer& consumer, MessageKey* const* keys, i
         if (inserted[i]) track_attempt(attempt_key(consumer, *keys[i]));
 }
 
-bool forget_claimed_marker(const Consumer& consumer, MessageKey* key) {
-    bool removed = remove_marker(consumer, key);
-    attempts_forget(attempt_key(consumer, *key));
-    return removed;
+Forgotten forget_claimed_marker(const Consumer& consumer, bool registered, MessageKey* key) {
+    bool removed = registered && remove_marker(consumer, key);
+    return Forgotten{.marker = removed, .failures = attempts_forget(attempt_key(consumer, *key))};
 }

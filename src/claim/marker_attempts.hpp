@@ -27,5 +27,13 @@ bool insert_claimed_marker(const Consumer& consumer, MessageKey* key);
 void insert_claimed_markers(const Consumer& consumer, MessageKey* const* keys, int count,
                             bool* inserted);
 
-// Deletes the marker, its details and its failed attempts; true when there was a marker.
-bool forget_claimed_marker(const Consumer& consumer, MessageKey* key);
+// What forgetting a message did: its marker (with its details) removed, and how many failed
+// attempts of it were cleared.
+struct Forgotten {
+    bool marker;
+    int32 failures;
+};
+
+// Deletes the marker, its details and its failed attempts. A consumer not registered (its first
+// claims all rolled back) has no marker, but its failures, kept by its name, go.
+Forgotten forget_claimed_marker(const Consumer& consumer, bool registered, MessageKey* key);

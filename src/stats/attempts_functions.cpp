@@ -14,7 +14,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "stats/attempts_table.hpp"
-#include "stats/consumer_visibility.hpp"
+#include "stats/details_visibility.hpp"
 #include "store/consumer_registry.hpp"
 #include "store/marker_table.hpp"
 
@@ -24,8 +24,10 @@ KeptAttempt* current_attempts(int* count) {
     return attempts_kept(MyDatabaseId, marker_store()->registry, count);
 }
 
-// A row of the failure with its consumer as `consumer`: message_id and the record follow.
-void put_attempt_row(ReturnSetInfo* result, Datum consumer, const KeptAttempt& attempt) {
+// A row of the failure with its consumer as `consumer`: message_id and the record follow; the
+// message id and the error text only when `with_details` (details_visibility.hpp).
+void put_attempt_row(ReturnSetInfo* result, Datum consumer, const KeptAttempt& attempt,
+                     bool with_details) {
     const AttemptKey& key = attempt.key;
     const AttemptRecord& record = attempt.record;
     std::size_t id_length = inbox::decoded_message_id_length(key.message_key, key.length);
@@ -38,7 +40,11 @@ void put_attempt_row(ReturnSetInfo* result, Datum consumer, const KeptAttempt& a
                        CStringGetTextDatum(unpack_sql_state(record.sqlstate)),
                        CStringGetTextDatum(record.last_message),
                        TimestampTzGetDatum(record.last_failed_at)};
-    bool nulls[6] = {false, false, false, record.sqlstate == 0, record.last_message[0] == '\0',
+    bool nulls[6] = {false,
+                     !with_details,
+                     false,
+                     record.sqlstate == 0,
+                     !with_details || record.last_message[0] == '\0',
                      false};
     tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
 }
@@ -53,7 +59,8 @@ extern "C" {
 
 // inbox.failed_attempts(): the failures kept for the current database, behind inbox.attempts,
 // each by its consumer's name (registered or not: the first claims of a consumer may all have
-// rolled back, its registration with them). A consumer's failures only to those who may see it.
+// rolled back, its registration with them). Every consumer's failures; the message ids and error
+// texts of an owned consumer only to those who may see them (details_visibility.hpp).
 PG_FUNCTION_INFO_V1(inbox_failed_attempts);
 PGDLLEXPORT Datum inbox_failed_attempts(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
@@ -61,12 +68,12 @@ PGDLLEXPORT Datum inbox_failed_attempts(PG_FUNCTION_ARGS) {
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     int count = 0;
     KeptAttempt* attempts = current_attempts(&count);
-    ConsumerVisibility visibility = consumer_visibility();
+    DetailsVisibility visibility = details_visibility();
     pg::spi_connect();
     for (int i = 0; i < count; i++) {
         text* consumer = consumer_of(attempts[i].key);
-        if (consumer_visible(visibility, consumer))
-            put_attempt_row(result, PointerGetDatum(consumer), attempts[i]);
+        put_attempt_row(result, PointerGetDatum(consumer), attempts[i],
+                        details_visible(visibility, consumer));
     }
     SPI_finish();
     return (Datum)0;
@@ -85,7 +92,7 @@ PGDLLEXPORT Datum inbox_attempt_entries(PG_FUNCTION_ARGS) {
     for (int i = 0; i < count; i++) {
         Consumer consumer;
         if (find_consumer(consumer_of(attempts[i].key), Registration::none, &consumer))
-            put_attempt_row(result, Int16GetDatum(consumer.id), attempts[i]);
+            put_attempt_row(result, Int16GetDatum(consumer.id), attempts[i], true);
     }
     SPI_finish();
     return (Datum)0;

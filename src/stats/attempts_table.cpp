@@ -334,15 +334,20 @@ int32 attempts_failures(const AttemptKey& key) {
     return failures;
 }
 
-void attempts_forget(const AttemptKey& key) {
+int32 attempts_forget(const AttemptKey& key) {
     // Every commit of a claim comes here: the exclusive lock only when there is something to
     // forget.
-    if (attempts_failures(key) == 0) return;
+    if (attempts_failures(key) == 0) return 0;
     LWLockAcquire(shared->lock, LW_EXCLUSIVE);
     auto* entry = static_cast<AttemptEntry*>(hash_search(table, &key, HASH_FIND, nullptr));
-    if (entry != nullptr) remove_entry(entry, find_group(group_key(key)));
+    int32 failures = 0;
+    if (entry != nullptr) {
+        failures = entry->record.failures;
+        remove_entry(entry, find_group(group_key(key)));
+    }
     count_entries();
     LWLockRelease(shared->lock);
+    return failures;
 }
 
 KeptAttempt* attempts_kept(Oid database, Oid registry, int* count) {

@@ -63,9 +63,9 @@ void attempts_add_failure(const AttemptKey& key, int sqlstate, const char* messa
 // Earlier failures of the message; 0 when there were none (or without the preload).
 int32 attempts_failures(const AttemptKey& key);
 
-// The message was processed or forgotten: its failures go. Takes the lock exclusively only
-// when the message has failures.
-void attempts_forget(const AttemptKey& key);
+// The message was processed or forgotten: its failures go; returns how many there were. Takes
+// the lock exclusively only when the message has failures.
+int32 attempts_forget(const AttemptKey& key);
 
 // Whether any failure is kept at all (a lock-free check for the hot path).
 bool attempts_any();

@@ -2,7 +2,7 @@
 // inbox.stats view (docs/operations.md, "Monitoring"). One consumer at a time, each statement an
 // index descent or a bounded scan on a local table; and each one a statement Citus can plan on a
 // distributed table, where a view's correlated subqueries over the markers cannot be planned at
-// all. Only the consumers the caller may see (consumer_visibility.hpp).
+// all. Every consumer, owned or not: a monitoring role's numbers do not depend on owners.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -17,7 +17,6 @@ extern "C" {
 #include <cmath>
 
 #include "pg/spi.hpp"
-#include "stats/consumer_visibility.hpp"
 #include "store/marker_table.hpp"
 
 namespace {
@@ -149,19 +148,16 @@ PGDLLEXPORT Datum inbox_marker_counts(PG_FUNCTION_ARGS) {
     auto* counted =
         static_cast<ConsumerMarkers*>(SPI_palloc(sizeof(ConsumerMarkers) * Max(consumer_count, 1)));
     Sample sample = {false, nullptr};
-    ConsumerVisibility visibility = consumer_visibility();
-    uint64 visible_count = 0;
     for (uint64 i = 0; i < consumer_count; i++) {
         bool isnull = true;
         int16 id = DatumGetInt16(SPI_getbinval(consumers->vals[i], consumers->tupdesc, 1, &isnull));
         Datum name = SPI_datumTransfer(
             SPI_getbinval(consumers->vals[i], consumers->tupdesc, 2, &isnull), false, -1);
-        if (consumer_visible(visibility, DatumGetTextPP(name)))
-            counted[visible_count++] = count_markers(id, name, &sample);
+        counted[i] = count_markers(id, name, &sample);
     }
     SPI_finish();
 
-    for (uint64 i = 0; i < visible_count; i++) {
+    for (uint64 i = 0; i < consumer_count; i++) {
         Datum values[3] = {counted[i].consumer, Int64GetDatum(counted[i].retained),
                            TimestampTzGetDatum(counted[i].oldest)};
         bool nulls[3] = {false, false, !counted[i].has_oldest};

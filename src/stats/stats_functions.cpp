@@ -16,7 +16,6 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "stats/citus_counters.hpp"
-#include "stats/consumer_visibility.hpp"
 #include "stats/stats_table.hpp"
 
 namespace {
@@ -51,7 +50,8 @@ void put_row(ReturnSetInfo* result, const char* consumer, const StatsCounters& c
 
 // One row per tracked consumer of the current database, then the database row (NULL consumer:
 // claims of consumers that found the table full). No rows without the preload. On a Citus
-// coordinator, the counts of the whole cluster. A consumer's row only to those who may see it.
+// coordinator, the counts of the whole cluster. Every consumer's row, owned or not
+// (details_visibility.hpp).
 void emit_counter_rows(FunctionCallInfo fcinfo) {
     InitMaterializedSRF(fcinfo, 0);
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
@@ -59,14 +59,9 @@ void emit_counter_rows(FunctionCallInfo fcinfo) {
 
     StatsSnapshot snapshot = stats_table_snapshot(MyDatabaseId);
     add_worker_node_counters(&snapshot);
-    ConsumerVisibility visibility = consumer_visibility();
-    pg::spi_connect();
-    for (int i = 0; i < snapshot.consumer_count; i++) {
-        const char* consumer = snapshot.consumers[i].consumer;
-        if (consumer_visible(visibility, cstring_to_text(consumer)))
-            put_row(result, consumer, snapshot.consumers[i].counters, snapshot.counting_since);
-    }
-    SPI_finish();
+    for (int i = 0; i < snapshot.consumer_count; i++)
+        put_row(result, snapshot.consumers[i].consumer, snapshot.consumers[i].counters,
+                snapshot.counting_since);
     put_row(result, nullptr, snapshot.untracked, snapshot.counting_since);
 }
 
