@@ -75,14 +75,16 @@ endif
 
 .PHONY: deps demo test test-upgrade format format-check lint dist deb test-package compile-flags
 
-# Installs the Debian packages the build, the demo and the tests need (no-op when present).
+# Installs the Debian packages the build and the tests need (no-op when present).
 deps:
-	scripts/install-deps.sh
+	scripts/install-deps.sh test
 
-demo: deps
-	$(MAKE) all
-	scripts/as-root.sh $(MAKE) install
-	scripts/demo.sh
+# The demo installs only what it needs (PostgreSQL 15, its headers, a compiler), builds quietly,
+# installs the extension (refused over the library of a Debian package) and plays the story, a
+# few lines for each step (scripts/demo.sh).
+demo:
+	@scripts/install-deps.sh demo
+	@PG_CONFIG=$(PG_CONFIG) scripts/demo.sh --install
 
 # The suites install into a private copy of PostgreSQL (see test/run.sh), never system-wide.
 # `make test PG_MAJOR=17` runs them against another major, in a chroot of the Debian suite that
@@ -135,8 +137,11 @@ dist:
 # and its test: installed into a clean chroot of that suite, the extension created and a message
 # delivered twice (scripts/package-test.sh). `make deb test-package PG_MAJOR=17`; PG_MAJOR unset:
 # the machine's 15. Both run as root (through sudo when not root).
+# The chroots they build them in are kept outside the tree, in root's ~/.cache/inbox/chroots, or
+# in INBOX_CHROOTS=DIR (passed on through sudo).
 PACKAGE_MAJOR = $(or $(PG_MAJOR),15)
+CHROOTS_ENV = $(if $(INBOX_CHROOTS),env INBOX_CHROOTS=$(INBOX_CHROOTS))
 deb:
-	scripts/as-root.sh scripts/package-build.sh $(PACKAGE_MAJOR)
+	@scripts/as-root.sh $(CHROOTS_ENV) scripts/package-build.sh $(PACKAGE_MAJOR)
 test-package:
-	scripts/as-root.sh scripts/package-test.sh $(PACKAGE_MAJOR)
+	@scripts/as-root.sh $(CHROOTS_ENV) scripts/package-test.sh $(PACKAGE_MAJOR)

@@ -8,8 +8,9 @@
 # CITUS_GIT: a git directory of Citus to take the tag from; without it, the tag is cloned from
 # GitHub.
 #
-# The copy, chroots/citus-TAG/MAJOR-SUITE (or under $INBOX_CITUS_CHROOTS; major-chroot.sh's
-# chroots are taken from $INBOX_CHROOTS as that script does), is made once from
+# The copy, citus-TAG/MAJOR-SUITE in the chroots' cache (or under $INBOX_CITUS_CHROOTS;
+# major-chroot.sh's chroots are taken from the cache as that script does: $INBOX_CHROOTS, or
+# ~/.cache/inbox/chroots, scripts/debian-chroot.sh), is made once from
 # major-chroot.sh's chroot (built first when missing), with Citus's build dependencies, and
 # Citus built and installed into that major's PostgreSQL; major-chroot.sh then runs the suites
 # in it. It is made anew when major-chroot.sh's chroot was built anew. The shared chroot of
@@ -27,7 +28,8 @@ shift 2
 suites=("$@")
 ((${#suites[@]})) || suites=(citus)
 
-chroots=${INBOX_CHROOTS:-$source_dir/chroots}
+# As scripts/debian-chroot.sh keeps them.
+chroots=${INBOX_CHROOTS:-${XDG_CACHE_HOME:-$HOME/.cache}/inbox/chroots}
 citus_chroots=${INBOX_CITUS_CHROOTS:-$chroots}/citus-$tag
 recipe_file=etc/inbox-chroot-recipe
 citus_file=etc/inbox-citus-tag

@@ -5,6 +5,10 @@
 #
 #   debian_suite MAJOR            sets suite, sources (apt's lines) and pin (apt's preferences)
 #                                 for that major
+#   chroots                       the directory the chroots are kept in: $INBOX_CHROOTS, or
+#                                 ${XDG_CACHE_HOME:-$HOME/.cache}/inbox/chroots (of the user who
+#                                 runs the scripts: root's), outside the tree, so that a clone
+#                                 stays small and every clone shares them
 #   chroot_ready DIR PACKAGE...   builds DIR unless it was built from this recipe already
 #   chroot_run [--overlay SCRATCH] DIR COMMAND...
 #   tree_files                    the files of this tree to copy into a chroot
@@ -13,6 +17,7 @@
 # shellcheck shell=bash disable=SC2154
 
 mirror=http://deb.debian.org/debian
+chroots=${INBOX_CHROOTS:-${XDG_CACHE_HOME:-$HOME/.cache}/inbox/chroots}
 
 # MAJOR: 15 (bookworm), 17 (trixie), 18 (sid), 19 (sid, with postgresql-19 from experimental).
 debian_suite() {
@@ -58,12 +63,25 @@ chroot_ready() {
 
     command -v mmdebstrap >/dev/null ||
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap; }
+    mkdir -p "$(dirname "$chroot_dir")"
+    # Clones share the chroots: one builds a chroot while the others wait for it (and then find
+    # it built). The lock is let go once the chroot is ready; runs in it use overlays or copies.
+    local lock_fd
+    exec {lock_fd}>"$chroot_dir.lock"
+    if ! flock -n "$lock_fd"; then
+        echo "waiting for another build of $chroot_dir"
+        flock "$lock_fd"
+    fi
+    if [ "$(cat "$chroot_dir/$recipe_file" 2>/dev/null)" = "$recipe" ]; then
+        exec {lock_fd}>&-
+        return 0
+    fi
     local partial=$chroot_dir.partial log=$chroot_dir.log started=$SECONDS
     # --one-file-system: should a killed mmdebstrap have left the machine's /dev mounted in the
     # partial chroot, rm stops there instead of emptying it.
     rm -rf --one-file-system "$partial"
-    mkdir -p "$(dirname "$chroot_dir")"
     echo "building the chroot of $suite for PostgreSQL $suite_major in $chroot_dir"
+    echo "(once, a few minutes; mmdebstrap's output: $log)"
     local include pin_hooks=()
     include=$(IFS=,; echo "${packages[*]}")
     [ -n "$pin" ] && pin_hooks=(--setup-hook='mkdir -p "$1/etc/apt/preferences.d"'
@@ -72,19 +90,39 @@ chroot_ready() {
     # no chroot that looks ready.
     # The Release files of a mirror frozen at a date (a snapshot) expire, which is no reason
     # not to use them.
-    if ! mmdebstrap --variant=apt --mode=root --include="$include" \
+    # A line per step of mmdebstrap's, as it starts, with the time spent so far.
+    local status=0
+    mmdebstrap --variant=apt --mode=root --include="$include" \
         --aptopt='Acquire::Check-Valid-Until "false"' \
-        "${pin_hooks[@]}" "$suite" "$partial" "${sources[@]}" >"$log" 2>&1; then
+        "${pin_hooks[@]}" "$suite" "$partial" "${sources[@]}" 2>&1 |
+        tee "$log" | chroot_progress || status=$?
+    if ((status != 0)); then
         grep -v '^\(I\|Get\|Selecting\|Preparing\|Unpacking\|Setting up\|Processing\):\?' "$log" | tail -25 >&2
         echo "could not build the chroot of $suite for PostgreSQL $suite_major (all of mmdebstrap's output: $log)" >&2
         rm -rf --one-file-system "$partial"
+        exec {lock_fd}>&-
         return 1
     fi
     echo "$recipe" >"$partial/$recipe_file"
     rm -f "$log"
     rm -rf --one-file-system "$chroot_dir"
     mv "$partial" "$chroot_dir"
-    echo "chroot built in $((SECONDS - started)) s"
+    exec {lock_fd}>&-
+    echo "chroot built in $((SECONDS - started)) s ($(du -sh "$chroot_dir" 2>/dev/null | cut -f1))"
+}
+
+# Reads mmdebstrap's output and prints its main steps, each with the seconds since the start.
+chroot_progress() {
+    local line started=$SECONDS
+    while IFS= read -r line; do
+        case $line in
+        "I: running apt-get update"* | "I: downloading packages"* | "I: extracting archives"* | \
+            "I: installing essential packages"* | "I: installing remaining packages"* | \
+            "I: cleaning package lists"*)
+            printf '  %4d s  %s\n' $((SECONDS - started)) "${line#I: }"
+            ;;
+        esac
+    done
 }
 
 # Runs COMMAND... as root in the chroot DIR, with /proc, /dev and a private /dev/shm mounted, in

@@ -2,15 +2,52 @@
 # The story inbox exists for, on a throwaway cluster: a 4,182 EUR payment message is delivered
 # three times (a concurrent copy while the first delivery is still working, and a redelivery after
 # it committed) and the invoice is paid exactly once. Leaves nothing running.
+#   scripts/demo.sh [--install]
+# --install (make demo): first builds this tree and installs it into the PostgreSQL of pg_config
+# (PG_CONFIG=... names another), unless a Debian package owns the library installed there. The
+# story plays against whatever inbox that PostgreSQL has.
 set -euo pipefail
 
-source "$(dirname "$0")/cluster.sh"
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+pg_config=${PG_CONFIG:-pg_config}
+
+# make install over the library of a Debian package (postgresql-15-inbox) would modify dpkg's
+# files behind its back (dpkg -V reports them), and the package's next upgrade or removal would
+# replace or delete ours: refused, with the two ways out.
+build_and_install() {
+    local pkglibdir library owner
+    pkglibdir=$("$pg_config" --pkglibdir)
+    library=$pkglibdir/inbox.so
+    if owner=$(dpkg -S "$library" 2>/dev/null); then
+        owner=${owner%%:*}
+        echo "make demo: $library belongs to the Debian package $owner," >&2
+        echo "and installing this tree would overwrite the package's files. Either:" >&2
+        echo "  - play the demo with the package's inbox:   scripts/demo.sh" >&2
+        echo "  - or remove the package, then run make demo: apt remove $owner" >&2
+        return 1
+    fi
+    echo "== building inbox (make -s)"
+    make -s -C "$source_dir" all PG_CONFIG="$pg_config"
+    echo "== installing it into $pkglibdir (make install, as root)"
+    "$source_dir/scripts/as-root.sh" make -s -C "$source_dir" install PG_CONFIG="$pg_config"
+}
+
+case ${1:-} in
+--install) build_and_install ;;
+'') ;;
+*)
+    echo "usage: $0 [--install]" >&2
+    exit 2
+    ;;
+esac
+
+source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-demo.XXXXXX")
 chmod 711 "$work"   # the cluster user must reach its directory inside
 trap 'cluster_stop; rm -rf "$work"' EXIT
 
 echo "== starting a throwaway PostgreSQL cluster"
-cluster_start "$(pg_config --bindir)" "$work/cluster"
+cluster_start "$("$pg_config" --bindir)" "$work/cluster"
 sql() { cluster_psql -A -t "$@"; }
 
 sql <<'SQL'

@@ -14,10 +14,10 @@
 # its own (MAJOR-SUITE+15), and inbox is built for both: the TAP test of pg_upgrade from 15 to
 # MAJOR runs instead of skipping (`make test-upgrade PG_MAJOR=17`).
 #
-# The chroot is built once with mmdebstrap (scripts/debian-chroot.sh) into chroots/MAJOR-SUITE
-# (ignored by git, and left alone by make clean; or $INBOX_CHROOTS/MAJOR-SUITE) and reused; it is
-# built anew when this script's list of what goes into it changes. Remove the directory to build
-# it afresh (newer packages of its suite).
+# The chroot is built once with mmdebstrap (scripts/debian-chroot.sh) into MAJOR-SUITE of the
+# chroots' cache, outside the tree (${XDG_CACHE_HOME:-$HOME/.cache}/inbox/chroots of root, or
+# $INBOX_CHROOTS), and reused by every clone; it is built anew when this script's list of what
+# goes into it changes. Remove the directory to build it afresh (newer packages of its suite).
 #
 # Each run copies the working tree (its files that git does not ignore) into the chroot, builds
 # it there against that major (a failure to build is reported as such), and runs test/run.sh
@@ -33,6 +33,13 @@ usage() {
     echo "usage: $0 MAJOR [SUITE ...] | MAJOR -- COMMAND [ARGUMENT ...]   (MAJOR: 15, 17, 18 or 19)" >&2
     exit 2
 }
+case ${1:-} in
+-h | --help)
+    echo "usage: $0 [--prepare] MAJOR [SUITE ...] | MAJOR -- COMMAND [ARGUMENT ...]"
+    echo "MAJOR: 15, 17, 18 or 19; the chroots are kept in $chroots (INBOX_CHROOTS)"
+    exit 0
+    ;;
+esac
 prepare_only=false
 if [ "${1:-}" = --prepare ]; then
     prepare_only=true
@@ -76,11 +83,12 @@ packages=(
 )
 
 # What broker and examples need beyond that (Erlang, Node.js and its modules: two thirds of a
-# chroot that held everything), installed the first time a run asks for those suites.
+# chroot that held everything; the examples' RabbitMQ consumer too), installed the first time a
+# run asks for those suites.
 suite_packages() {
     case $1 in
     broker) echo rabbitmq-server python3-psycopg python3-pika ;;
-    examples) echo libpqxx-dev nodejs npm python3-psycopg ca-certificates ;;
+    examples) echo libpqxx-dev nodejs npm python3-psycopg ca-certificates rabbitmq-server python3-pika ;;
     esac
 }
 
@@ -105,8 +113,7 @@ case $upgrade_from in
     ;;
 esac
 
-# INBOX_CHROOTS: another directory for the chroots, to keep them across clones of the tree.
-chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite$variant
+chroot_dir=$chroots/$major-$suite$variant
 chroot_ready "$chroot_dir" "${packages[@]}"
 
 # Installs what the suites asked for need and the chroot lacks. The services their packages

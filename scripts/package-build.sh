@@ -10,9 +10,10 @@
 # bookworm for 15, trixie for 17, sid for 18, sid with experimental's PostgreSQL for 19), so the
 # machine needs no packaging tools. That chroot holds only build-essential and what debian/control
 # names to build with, as on Debian's build daemons: a build dependency missing from this list
-# fails the build. It is built once into chroots/MAJOR-SUITE-packaging (or
-# $INBOX_CHROOTS/MAJOR-SUITE-packaging) and every build runs in an overlay of it, on a copy of the
-# working tree's files: each build starts from the chroot as it was built.
+# fails the build. It is built once into MAJOR-SUITE-packaging of the chroots' cache, outside the
+# tree (scripts/debian-chroot.sh: ~/.cache/inbox/chroots of root, or $INBOX_CHROOTS), a line per
+# step, and every build runs in an overlay of it, on a copy of the working tree's files: each
+# build starts from the chroot as it was built.
 set -euo pipefail
 
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +28,7 @@ version=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$source_dir/inbox.
 # build-essential and debian/control's Build-Depends (postgresql-server-dev-all brings pg_buildext
 # and the pgxs addon of dh), and the server headers of MAJOR when it is not the suite's default.
 packages=(build-essential debhelper postgresql-server-dev-all "postgresql-server-dev-$major")
-chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite-packaging
+chroot_dir=$chroots/$major-$suite-packaging
 chroot_ready "$chroot_dir" "${packages[@]}"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/inbox-package-build.XXXXXX")

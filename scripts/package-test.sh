@@ -7,7 +7,7 @@
 #
 # Installs the package with apt, as the README says, into a clean chroot of the Debian suite that
 # packages MAJOR (scripts/debian-chroot.sh): one with postgresql-MAJOR and what it depends on, and
-# nothing else, built once into chroots/MAJOR-SUITE-clean (or $INBOX_CHROOTS/MAJOR-SUITE-clean)
+# nothing else, built once into MAJOR-SUITE-clean of the chroots' cache (scripts/debian-chroot.sh)
 # and used through an overlay, so that every run starts from it as it was built. Then it runs the
 # package's own test there, debian/tests/delivery: every file in the package, a cluster that
 # preloads the library (pg_createcluster, pg_ctlcluster), the extension created at each version
@@ -30,7 +30,7 @@ fi
 [ -f "$deb" ] || { echo "no package $deb: build it first (make deb PG_MAJOR=$major)" >&2; exit 1; }
 
 started=$SECONDS
-chroot_dir=${INBOX_CHROOTS:-$source_dir/chroots}/$major-$suite-clean
+chroot_dir=$chroots/$major-$suite-clean
 chroot_ready "$chroot_dir" "postgresql-$major"
 chroot_seconds=$((SECONDS - started))
 

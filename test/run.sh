@@ -142,7 +142,8 @@ run_examples() {
     PGHOST=$socket_dir PGUSER=postgres "$source_dir/test/examples/run.sh" "$work/examples"
 }
 
-# Every ```sql block of README.md, CONTRIBUTING.md and docs/*.md runs as pasted, and every
+# Every ```sql block of README.md, CONTRIBUTING.md and docs/*.md runs as pasted, in order, in the
+# psql session of the role its first line names, showing what its comments say; and every
 # relative link reaches its file and heading (test/docs/check.py).
 run_docs() {
     local documents=("$source_dir/README.md" "$source_dir/CONTRIBUTING.md")
@@ -204,7 +205,9 @@ for suite in "${suites[@]}"; do
     case $suite in pgtap | broker | examples | docs) need_cluster=1 ;; esac
 done
 if ((need_cluster)); then
+    # wal_level = logical: the publisher that docs/operations.md sets up, whose blocks docs runs.
     cluster_start "$pg_bindir" "$socket_dir" "shared_preload_libraries = 'inbox'" "fsync = off" \
+        "wal_level = logical" \
         "log_line_prefix = '%m [%p] %q%a '" || { echo "could not start a test cluster"; exit 1; }
 fi
 

@@ -8,9 +8,21 @@
 // max_attempts times: poisoned). The transaction is retried on serialization failures (40001)
 // and deadlocks (40P01).
 //
-// The database: examples/schema.sql (the accounts table, the handler, max_attempts).
-// Connects with the PG* environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, ...).
-// Build: make (or g++ -std=c++20 -o consumer consumer.cpp -lpqxx -lpq; libpqxx 8 needs C++20)
+// The database: examples/schema.sql (the table examples.accounts, the handler
+// examples.apply_payment(jsonb), the consumer examples.payments with max_attempts 3). It connects
+// with the PG* environment variables. After the set-up of examples/README.md, from the top of the
+// tree (without make: g++ -std=c++20 -o consumer consumer.cpp -lpqxx -lpq; libpqxx 8 needs C++20):
+//
+//     make -C examples/cpp
+//     export PGHOST=localhost PGDATABASE=inbox_examples
+//     export PGUSER=inbox_example PGPASSWORD=inbox_example
+//     examples/cpp/consumer
+//
+// prints (each payment processed once, the copies acked as duplicates, the malformed payment
+// failed three times and then dead-lettered):
+//
+//     delivered=156 processed=120 duplicate=32 failed=3 poisoned=1 retries=0
+//     balances: acct-0=11524 acct-1=11972 acct-2=11860 acct-3=11748 acct-4=11636
 
 #include <cstdio>
 #include <deque>
@@ -23,8 +35,8 @@
 
 namespace {
 
-const char* const consumer_name = "payments";
-const char* const handler = "apply_payment(jsonb)";
+const char* const consumer_name = "examples.payments";
+const char* const handler = "examples.apply_payment(jsonb)";
 constexpr int max_transaction_attempts = 5;
 
 // A message as the broker hands it over: its id and its JSON body.
@@ -89,6 +101,14 @@ std::vector<std::string> apply_with_retries(pqxx::connection& conn,
         }
         retries++;
     }
+}
+
+// What the handler made of the payments: every account's balance, in one line.
+std::string balances(pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    pqxx::result rows =
+        tx.exec("SELECT string_agg(id || '=' || balance, ' ' ORDER BY id) FROM examples.accounts");
+    return rows.at(0).at(0).c_str();
 }
 
 // ---------------------------------------------------------------------------- the broker
@@ -168,6 +188,7 @@ int main() {
         std::printf("delivered=%d processed=%d duplicate=%d failed=%d poisoned=%d retries=%d\n",
                     broker.delivered(), totals["processed"], totals["duplicate"], totals["failed"],
                     totals["poisoned"], retries);
+        std::printf("balances: %s\n", balances(conn).c_str());
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -9,13 +9,26 @@
 // max_attempts times: poisoned). The transaction is retried on serialization failures (40001)
 // and deadlocks (40P01).
 //
-// The database: examples/schema.sql (the accounts table, the handler, max_attempts).
-// Connects with the PG* environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, ...).
+// The database: examples/schema.sql (the table examples.accounts, the handler
+// examples.apply_payment(jsonb), the consumer examples.payments with max_attempts 3). It connects
+// with the PG* environment variables. After the set-up of examples/README.md, from the top of the
+// tree:
+//
+//     (cd examples/node && npm ci)
+//     export PGHOST=localhost PGDATABASE=inbox_examples
+//     export PGUSER=inbox_example PGPASSWORD=inbox_example
+//     node examples/node/consumer.js
+//
+// prints (each payment processed once, the copies acked as duplicates, the malformed payment
+// failed three times and then dead-lettered):
+//
+//     delivered=156 processed=120 duplicate=32 failed=3 poisoned=1 retries=0
+//     balances: acct-0=11524 acct-1=11972 acct-2=11860 acct-3=11748 acct-4=11636
 
 const { Client } = require('pg');
 
-const CONSUMER = 'payments';
-const HANDLER = 'apply_payment(jsonb)';
+const CONSUMER = 'examples.payments';
+const HANDLER = 'examples.apply_payment(jsonb)';
 const MAX_TRANSACTION_ATTEMPTS = 5;
 const RETRYABLE = new Set(['40001', '40P01']);
 
@@ -102,6 +115,7 @@ async function main() {
   const totals = { processed: 0, duplicate: 0, failed: 0, poisoned: 0, retries: 0 };
   const client = new Client();
   await client.connect();
+  let balances;
   try {
     for (let batch = broker.receive(); batch.length > 0; batch = broker.receive()) {
       const outcomes = await applyWithRetries(client, batch, totals);
@@ -114,11 +128,16 @@ async function main() {
         else throw new Error(`${message.id}: unexpected outcome ${outcome}`);
       });
     }
+    const { rows } = await client.query(
+      "SELECT string_agg(id || '=' || balance, ' ' ORDER BY id) AS balances FROM examples.accounts",
+    );
+    balances = rows[0].balances;
   } finally {
     await client.end();
   }
   const counts = Object.entries(totals).map(([k, v]) => `${k}=${v}`);
   console.log(`delivered=${broker.delivered} ${counts.join(' ')}`);
+  console.log(`balances: ${balances}`);
 }
 
 main().catch((err) => {

@@ -9,8 +9,22 @@ nacked (its handler failed: the broker delivers it again) or dead-lettered (it f
 max_attempts times: poisoned). The transaction is retried on serialization failures (40001)
 and deadlocks (40P01).
 
-The database: examples/schema.sql (the accounts table, the handler, max_attempts).
-Connects with the PG* environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, ...).
+The database: examples/schema.sql (the table examples.accounts, the handler
+examples.apply_payment(jsonb), the consumer examples.payments with max_attempts 3). It connects
+with the PG* environment variables. After the set-up of examples/README.md, from the top of the
+tree:
+
+    export PGHOST=localhost PGDATABASE=inbox_examples
+tree:
+
+    export PGUSER=inbox_example PGPASSWORD=inbox_example
+    python3 examples/python/consumer.py
+
+prints (each payment processed once, the copies acked as duplicates, the malformed payment failed
+three times and then dead-lettered):
+
+    delivered=156 processed=120 duplicate=32 failed=3 poisoned=1 retries=0
+    balances: acct-0=11524 acct-1=11972 acct-2=11860 acct-3=11748 acct-4=11636
 """
 
 import collections
@@ -19,8 +33,8 @@ import psycopg
 import psycopg.errors
 from psycopg.types.json import Jsonb
 
-CONSUMER = "payments"
-HANDLER = "apply_payment(jsonb)"
+CONSUMER = "examples.payments"
+HANDLER = "examples.apply_payment(jsonb)"
 MAX_TRANSACTION_ATTEMPTS = 5
 
 
@@ -107,7 +121,10 @@ def main():
                     broker.dead_letter(message)
                 else:
                     raise RuntimeError(f"{message['id']}: unexpected outcome {outcome}")
+        balances = conn.execute("SELECT string_agg(id || '=' || balance, ' ' ORDER BY id)"
+                                " FROM examples.accounts").fetchone()[0]
     print(f"delivered={broker.delivered} " + " ".join(f"{k}={v}" for k, v in totals.items()))
+    print(f"balances: {balances}")
 
 
 if __name__ == "__main__":
