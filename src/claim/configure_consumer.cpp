@@ -43,9 +43,8 @@ void require_valid_settings(const NullableDatum& retention, const NullableDatum&
                         errmsg("max_attempts must be at least 1"), errhint("%s", default_hint)));
 }
 
-// Changes `settings` of the consumer named by the first argument.
-void configure(FunctionCallInfo fcinfo, const ConsumerSettings& settings) {
-    text* consumer = require_consumer_name(fcinfo, 0);
+// Changes `settings` of `consumer`.
+void configure(text* consumer, const ConsumerSettings& settings) {
     configure_consumer(consumer, settings);
     if (settings.max_attempts.named && !settings.max_attempts.value.isnull)
         warn_unless_attempts_counted(consumer);
@@ -70,12 +69,13 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_configure_consumer);
 PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.configure_consumer()");
+    text* consumer = require_consumer_name(fcinfo, 0);
     NullableDatum retention = argument(fcinfo, 1);
     NullableDatum max_attempts = argument(fcinfo, 2);
     require_valid_settings(retention, max_attempts,
                            "NULL gives the consumer the default: inbox.retention, or no limit.");
     bool declares_owner = PG_NARGS() > 3;
-    configure(fcinfo,
+    configure(consumer,
               ConsumerSettings{.retention = {.named = true, .value = retention},
                                .max_attempts = {.named = true, .value = max_attempts},
                                .owner = {.named = declares_owner,
@@ -88,13 +88,14 @@ PGDLLEXPORT Datum inbox_configure_consumer(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(inbox_configure_consumer_1_3);
 PGDLLEXPORT Datum inbox_configure_consumer_1_3(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.configure_consumer()");
+    text* consumer = require_consumer_name(fcinfo, 0);
     NullableDatum retention = argument(fcinfo, 1);
     NullableDatum max_attempts = argument(fcinfo, 2);
     NullableDatum owner = argument(fcinfo, 3);
     require_valid_settings(
         retention, max_attempts,
         "A setting left out, or NULL, keeps its value; inbox.reset_consumer gives it its default.");
-    configure(fcinfo, ConsumerSettings{
+    configure(consumer, ConsumerSettings{
                           .retention = {.named = !retention.isnull, .value = retention},
                           .max_attempts = {.named = !max_attempts.isnull, .value = max_attempts},
                           .owner = {.named = !owner.isnull, .value = owner}});
@@ -106,6 +107,7 @@ PGDLLEXPORT Datum inbox_configure_consumer_1_3(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(inbox_reset_consumer);
 PGDLLEXPORT Datum inbox_reset_consumer(PG_FUNCTION_ARGS) {
     pg::require_writable("inbox.reset_consumer()");
+    text* consumer = require_consumer_name(fcinfo, 0);
     constexpr NullableDatum none = {.value = (Datum)0, .isnull = true};
     ConsumerSettings settings = {.retention = {.named = false, .value = none},
                                  .max_attempts = {.named = false, .value = none},
@@ -127,7 +129,7 @@ PGDLLEXPORT Datum inbox_reset_consumer(PG_FUNCTION_ARGS) {
                             errmsg("the settings to reset must not be NULL")));
         setting_named(&settings, TextDatumGetCString(names[i]))->named = true;
     }
-    configure(fcinfo, settings);
+    configure(consumer, settings);
     PG_RETURN_VOID();
 }
 }

@@ -74,6 +74,13 @@ MarkerStatement next_registered_consumer = {
     .nargs = 1,
     .argtypes = {INT2OID},
     .plan = nullptr};
+// A consumer's retention is read again at each batch: an operator may lengthen it during a long
+// purge (a replay from the dead-letter queue is coming).
+MarkerStatement registered_retention = {
+    .sql = "SELECT retention FROM inbox.consumer_registry WHERE id OPERATOR(pg_catalog.=) $1",
+    .nargs = 1,
+    .argtypes = {INT2OID},
+    .plan = nullptr};
 
 // A consumer's expired markers go in ranges [from, to) of whole buckets, oldest first, each
 // deleted by one scan of the retention index (consumer, bucket); the last range ends at the
@@ -170,6 +177,15 @@ bool first_row_value(int column, Datum* value) {
     return !isnull;
 }
 
+// The cutoff of a consumer whose retention is in column `column` of the last statement's first
+// row (NULL: inbox.retention).
+TimestampTz registered_cutoff(const PurgeRun* run, int column) {
+    Datum retention = 0;
+    if (!first_row_value(column, &retention)) return default_cutoff(run->now);
+    return DatumGetTimestampTz(
+        DirectFunctionCall2(timestamptz_mi_interval, TimestampTzGetDatum(run->now), retention));
+}
+
 // Moves to the next consumer; false when there is none.
 bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     Datum value = 0;
@@ -179,10 +195,7 @@ bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
             cursor->started ? &next_registered_consumer : &first_registered_consumer, &after);
         if (!first_row_value(1, &value)) return false;
         cursor->consumer_id = DatumGetInt16(value);
-        cursor->cutoff = first_row_value(2, &value)
-                             ? DatumGetTimestampTz(DirectFunctionCall2(
-                                   timestamptz_mi_interval, TimestampTzGetDatum(run->now), value))
-                             : default_cutoff(run->now);
+        cursor->cutoff = registered_cutoff(run, 2);
         cursor->from = earliest_second;
     } else {
         Datum after = PointerGetDatum(cursor->consumer_name);
@@ -198,6 +211,28 @@ bool advance_consumer(ConsumerCursor* cursor, const PurgeRun* run) {
     cursor->started = true;
     cursor->positioned = true;
     return true;
+}
+
+// At the start of a batch, the retention of the consumer the last batch left off at, as the
+// registry says now: the cutoff moves (from the same `now`) when it changed. The walk carries on
+// from where it stands, so what is deleted stays deleted and nothing from the new cutoff's second
+// on is deleted: a bucket being deleted by its rows is read again up to the new cutoff.
+void follow_retention(ConsumerCursor* cursor, const PurgeRun* run) {
+    if (!cursor->positioned || marker_store()->layout != MarkerLayout::compact) return;
+    Datum consumer = Int16GetDatum(cursor->consumer_id);
+    execute_as_store_owner(&registered_retention, &consumer);
+    if (SPI_processed == 0) {
+        // No longer registered: the walk goes on with the next consumer.
+        close_bucket_rows(&cursor->bucket_rows);
+        cursor->positioned = false;
+        return;
+    }
+    TimestampTz cutoff = registered_cutoff(run, 1);
+    inbox::MarkerTime kept = inbox::first_kept(cutoff);
+    inbox::MarkerTime was_kept = inbox::first_kept(cursor->cutoff);
+    cursor->cutoff = cutoff;
+    if (kept.bucket != was_kept.bucket || kept.offset != was_kept.offset)
+        close_bucket_rows(&cursor->bucket_rows);
 }
 
 // What a step of the purge left: the consumer's expired markers are all gone, or some are left,
@@ -303,6 +338,7 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
     *deleted = 0;
     PushActiveSnapshot(GetTransactionSnapshot());
     pg::spi_connect();
+    follow_retention(cursor, run);
     while (*deleted < run->batch_size) {
         if (past(run->deadline)) {
             end = BatchEnd::out_of_time;

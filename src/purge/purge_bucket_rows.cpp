@@ -78,6 +78,19 @@ MarkerStatement delete_details_of_keys =
 #undef OF_CTIDS
 #undef EXPIRED_IN_BUCKET
 
+// The details of the bucket's expired markers that are gone: $1 the consumer, $2 the bucket, $3
+// its last expired second.
+MarkerStatement delete_details_without_marker = {
+    .sql =
+        "DELETE FROM inbox.marker_details d WHERE d.consumer_id OPERATOR(pg_catalog.=) $1 "
+        "AND d.time_bucket OPERATOR(pg_catalog.=) $2 AND d.time_offset OPERATOR(pg_catalog.<=) $3 "
+        "AND NOT EXISTS (SELECT FROM inbox.markers m "
+        "WHERE m.consumer_id OPERATOR(pg_catalog.=) d.consumer_id "
+        "AND m.message_key OPERATOR(pg_catalog.=) d.message_key)",
+    .nargs = 3,
+    .argtypes = {INT2OID, INT4OID, CHAROID},
+    .plan = nullptr};
+
 constexpr long rows_per_fetch = 10000;
 
 Datum offset_datum(std::uint8_t offset) {
@@ -168,17 +181,32 @@ ArrayType* returned_keys() {
     return array_of(keys, static_cast<int>(SPI_processed), BYTEAOID);
 }
 
-// values: the parameters of the delete statements, $2 the rows.
-int64 delete_markers_and_details(const BucketRows* open, Datum* values) {
+// values: the parameters of the delete statements, $2 the rows. A bucket without details when
+// it was opened may get some before the purge is done with it: inbox.complete() stores a result
+// on an old marker, between two batches or while one deletes. complete() locks the marker it
+// stores on (FOR KEY SHARE), so a delete that meets it waits for its commit; the question, asked
+// again after each delete with a snapshot of its own, then sees what it stored (a complete() that
+// comes after the delete waits for this batch and finds no marker). Once details are found, the
+// deletes return the keys by which they go; the markers just deleted returned none, so the
+// bucket's details left without a marker go at once, found by the bucket.
+int64 delete_markers_and_details(BucketRows* open, Datum* values) {
     int nest_level = planned_for_the_rows();
     MarkerStatement* delete_markers = !open->by_ctid      ? &delete_markers_of_keys
                                       : open->has_details ? &delete_markers_of_ctids_giving_keys
                                                           : &delete_markers_of_ctids;
     execute_as_store_owner(delete_markers, values);
     int64 deleted = static_cast<int64>(SPI_processed);
-    if (open->has_details && deleted > 0) {
+    if (deleted > 0 && open->has_details) {
         if (open->by_ctid) values[1] = PointerGetDatum(returned_keys());
         execute_as_store_owner(&delete_details_of_keys, values);
+    } else if (deleted > 0 && bucket_has_details(open)) {
+        open->has_details = true;
+        if (open->by_ctid) {
+            Datum bucket[3] = {values[0], values[2], values[3]};
+            execute_as_store_owner(&delete_details_without_marker, bucket);
+        } else {
+            execute_as_store_owner(&delete_details_of_keys, values);
+        }
     }
     AtEOXact_GUC(false, nest_level);
     return deleted;
@@ -202,7 +230,7 @@ void open_bucket_rows(BucketRows* open, MemoryContext parent, int16 consumer_id,
     // Kept across the commits between batches, as a holdable cursor's rows are.
     open->rows = tuplestore_begin_heap(false, true, work_mem);
     MemoryContextSwitchTo(caller_context);
-    // New details in an expired bucket cannot appear: a claim stamps its marker now.
+    // Asked again after each delete until some are found (delete_markers_and_details).
     open->has_details = bucket_has_details(open);
     read_bucket(open);
 }

@@ -67,14 +67,17 @@ MarkerStatement keep_fingerprint_statement = {
     .argtypes = {INT4OID, INT2OID, CHAROID, BYTEAOID, INT8OID},
     .plan = nullptr};
 
-// The details row takes its marker's time, so that the purge takes both together.
+// The details row takes its marker's time, so that the purge takes both together. The marker is
+// locked until the caller's transaction ends: a purge (or forget) that deletes it waits for the
+// commit and then deletes the details too, or has deleted it first and this finds no marker
+// (after waiting for it), never a result left behind without its marker.
 MarkerStatement keep_result_statement = {
     .sql =
         "INSERT INTO inbox.marker_details "
         "(time_bucket, consumer_id, time_offset, message_key, result) "
         "SELECT m.time_bucket, m.consumer_id, m.time_offset, m.message_key, $3 "
         "FROM inbox.markers m WHERE m.consumer_id OPERATOR(pg_catalog.=) $1 "
-        "AND m.message_key OPERATOR(pg_catalog.=) $2 "
+        "AND m.message_key OPERATOR(pg_catalog.=) $2 FOR KEY SHARE OF m "
         "ON CONFLICT (consumer_id, message_key) DO UPDATE SET result = EXCLUDED.result",
     .nargs = 3,
     .argtypes = {INT2OID, BYTEAOID, JSONBOID},
