@@ -208,10 +208,342 @@ SELECT inbox.grant_execute_like('inbox.configure_consumer(text, interval, intege
 -- 'operate' includes scheduling the purge with pg_cron: the roles that may run the purge may.
 SELECT inbox.grant_execute_like('inbox.purge(bigint)', 'inbox.schedule_purge(text)');
 SELECT inbox.grant_execute_like('inbox.purge(bigint)', 'inbox.unschedule_purge()');
+
+-- ---- the outbox: sending from the same transaction (docs/outbox.md) --------------------------
+-- SQL and PL/pgSQL only, so that the SQL edition (1.4) serves it as is. The functions run as the
+-- extension's owner (SECURITY DEFINER, with a fixed search_path): a role granted 'consume' may
+-- send but never write the table, a role granted 'relay' may lease and settle messages but never
+-- change them.
+--
+-- One row per outgoing message, pending or delivered. Pending messages are few, delivered ones
+-- many (until the purge): the only index over every row is the primary key, on ids that grow
+-- with time (UUIDv7 layout: appended at the right of the index, as a sequence is); the relay's
+-- two indexes are partial, over the undelivered messages only. Fixed-width columns first.
+CREATE SEQUENCE inbox.outbox_ordinal;
+COMMENT ON SEQUENCE inbox.outbox_ordinal IS
+    'The order of outgoing messages; within one (destination, key), commit order (inbox.send).';
+CREATE TABLE inbox.outbox_messages (
+    ordinal bigint NOT NULL,
+    created_at timestamptz NOT NULL,
+    -- not taken before: the end of its lease while leased, the retry time after a failure
+    not_before timestamptz NOT NULL,
+    delivered_at timestamptz,
+    dead_at timestamptz,
+    id uuid NOT NULL,
+    attempts integer NOT NULL DEFAULT 0,
+    destination text NOT NULL,
+    key text,
+    leased_by text,
+    headers jsonb,
+    payload jsonb,
+    payload_bytes bytea,
+    last_error text,
+    cause_consumer text,
+    cause_message_id text,
+    CONSTRAINT outbox_messages_pkey PRIMARY KEY (id),
+    CONSTRAINT outbox_messages_one_payload CHECK ((payload IS NULL) <> (payload_bytes IS NULL))
+);
+COMMENT ON TABLE inbox.outbox_messages IS
+    'Outgoing messages written by inbox.send, published by a relay (inbox.relay_take). Read '
+    'inbox.outbox.';
+-- What relay_take scans: the undelivered messages in send order (the dead ones too, which
+-- outbox_stats counts).
+CREATE INDEX outbox_messages_undelivered ON inbox.outbox_messages (ordinal)
+    WHERE delivered_at IS NULL;
+-- The head of each key: the earliest undelivered message of a (destination, key).
+CREATE INDEX outbox_messages_key_order ON inbox.outbox_messages (destination, key, ordinal)
+    WHERE delivered_at IS NULL AND key IS NOT NULL;
+SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_messages', '');
+SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_ordinal', '');
+REVOKE ALL ON inbox.outbox_messages FROM PUBLIC;
+REVOKE ALL ON SEQUENCE inbox.outbox_ordinal FROM PUBLIC;
+
+-- The send behind both forms of inbox.send. Commit order within a key: the ordinal is taken
+-- after a transaction-level lock on (destination, key), held until the sender commits or rolls
+-- back, so that of two senders of one key the second numbers its message only after the first
+-- ended, and numbering order is commit order. The cost: the senders of one key serialize from
+-- their send to their commit. Messages without a key take no lock and have no order.
+CREATE FUNCTION inbox.send_message(destination text, payload jsonb, payload_bytes bytea,
+                                   key text, headers jsonb)
+RETURNS uuid
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    id uuid;
+    now_ timestamptz := clock_timestamp();
+BEGIN
+    -- Refused at once, before any lock: a standby, or a read-only transaction, never sends.
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'cannot send a message on a standby'
+        USING ERRCODE = 'read_only_sql_transaction',
+              HINT = 'inbox.send writes the message in the transaction of the work: run that '
+                     'transaction on the primary.';
+    END IF;
+    IF current_setting('transaction_read_only')::boolean THEN
+        RAISE EXCEPTION 'cannot send a message in a read-only transaction'
+        USING ERRCODE = 'read_only_sql_transaction',
+              HINT = 'inbox.send writes the message: send from a read-write transaction.';
+    END IF;
+    IF destination IS NULL THEN
+        RAISE EXCEPTION 'destination must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'The destination names where the relay publishes the message: an exchange, '
+                     'an endpoint.';
+    ELSIF destination = '' THEN
+        RAISE EXCEPTION 'destination must not be empty'
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'The destination names where the relay publishes the message: an exchange, '
+                     'an endpoint.';
+    ELSIF octet_length(destination) > 255 THEN
+        RAISE EXCEPTION 'destination is % bytes long, longer than 255', octet_length(destination)
+        USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    IF key = '' THEN
+        RAISE EXCEPTION 'key must not be empty'
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'Pass NULL (the default) for a message without a key.';
+    ELSIF octet_length(key) > 255 THEN
+        RAISE EXCEPTION 'key is % bytes long, longer than 255', octet_length(key)
+        USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    IF payload IS NULL AND payload_bytes IS NULL THEN
+        RAISE EXCEPTION 'payload must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'A message without a body sends ''{}''::jsonb, ''null''::jsonb or ''''::bytea.';
+    END IF;
+    IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
+        RAISE EXCEPTION 'headers must be a JSON object, not %', jsonb_typeof(headers)
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'For example: ''{"content-type": "application/json"}''.';
+    END IF;
+    IF key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended(
+            octet_length(destination)::text || ':' || destination || key, 7172693807));
+    END IF;
+    -- A UUIDv7: the milliseconds since 1970 in the first 48 bits, then version 7 and random bits.
+    id := encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                                         PLACING substring(int8send(floor(extract(epoch FROM now_)
+                                                                          * 1000)::bigint)
+                                                           FROM 3)
+                                         FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid;
+    INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key,
+                                       headers, payload, payload_bytes)
+    VALUES (nextval('inbox.outbox_ordinal'), now_, now_, id, destination, key, headers, payload,
+            payload_bytes);
+    -- Delivered at commit only (and once per destination per transaction).
+    PERFORM pg_notify('inbox_outbox', destination);
+    RETURN id;
+END $$;
+REVOKE ALL ON FUNCTION inbox.send_message(text, jsonb, bytea, text, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION inbox.send(destination text, payload jsonb, key text DEFAULT NULL,
+                           headers jsonb DEFAULT NULL)
+RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT inbox.send_message(destination, payload, NULL, key, headers) $$;
+COMMENT ON FUNCTION inbox.send(text, jsonb, text, jsonb) IS
+    'Writes an outgoing message in the caller''s transaction and returns its id; a relay '
+    'publishes it after the commit (inbox.relay_take). Messages of one key go out in commit order.';
+-- Bytes under a name of their own: an overload send(text, bytea) would make every call with an
+-- untyped payload ('{"order": 1}' in SQL, a parameter of a driver that sends no types) ambiguous
+-- (42725), jsonb and bytea being equally good targets for an unknown literal.
+CREATE FUNCTION inbox.send_bytes(destination text, payload bytea, key text DEFAULT NULL,
+                                 headers jsonb DEFAULT NULL)
+RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT inbox.send_message(destination, NULL, payload, key, headers) $$;
+COMMENT ON FUNCTION inbox.send_bytes(text, bytea, text, jsonb) IS
+    'inbox.send with a payload of bytes (relay_take returns it in payload_bytes).';
+REVOKE ALL ON FUNCTION inbox.send(text, jsonb, text, jsonb),
+    inbox.send_bytes(text, bytea, text, jsonb) FROM PUBLIC;
+-- 'consume' includes sending: the roles that may claim may send.
+SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.send(text, jsonb, text, jsonb)');
+SELECT inbox.grant_execute_like('inbox.claim(text, text)',
+                                'inbox.send_bytes(text, bytea, text, jsonb)');
 DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
 
--- grant_access: 'operate' includes reset_consumer, and schedule_purge and unschedule_purge (with
--- pg_cron, the purge it may run by hand).
+-- The relay protocol: take (a lease), then done or failed. Relays side by side take disjoint
+-- messages (SKIP LOCKED, and the lease that the taking transaction commits). A keyed message is
+-- taken only when it is the head of its key, the earliest undelivered one that is not dead: one
+-- message of a key at a time, in commit order. Every committed undelivered message is looked at,
+-- whatever its ordinal (no "all below this one is done" watermark, which skips a transaction
+-- that commits after a later-numbered one). Called in READ COMMITTED.
+CREATE FUNCTION inbox.relay_take(relay text, max_messages integer DEFAULT 100,
+                                 lease interval DEFAULT '30 seconds',
+                                 destinations text[] DEFAULT NULL)
+RETURNS TABLE (id uuid, destination text, key text, headers jsonb, payload jsonb, attempt integer,
+               payload_bytes bytea)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    now_ timestamptz := clock_timestamp();
+BEGIN
+    IF relay IS NULL OR max_messages IS NULL OR lease IS NULL THEN
+        RAISE EXCEPTION 'relay, max_messages and lease must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'For example: SELECT * FROM inbox.relay_take(''relay-1'').';
+    ELSIF relay = '' OR octet_length(relay) > 255 THEN
+        RAISE EXCEPTION 'relay must be a name of 1 to 255 bytes'
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'The name shows which relay holds a lease (inbox.outbox).';
+    ELSIF max_messages < 1 THEN
+        RAISE EXCEPTION 'max_messages must be at least 1, not %', max_messages
+        USING ERRCODE = 'invalid_parameter_value';
+    ELSIF lease <= interval '0' THEN
+        RAISE EXCEPTION 'lease must be positive, not %', lease
+        USING ERRCODE = 'invalid_parameter_value',
+              HINT = 'Longer than the relay takes to publish a batch: an expired lease hands the '
+                     'messages to the next relay.';
+    END IF;
+    RETURN QUERY
+    WITH candidates AS (
+        SELECT m.id, m.ordinal FROM inbox.outbox_messages m
+        WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.not_before <= now_
+          AND (relay_take.destinations IS NULL OR m.destination = ANY (relay_take.destinations))
+          -- the head of its key, and no other message of the key in flight (a released dead
+          -- one goes out again only after the one leased meanwhile is settled)
+          AND (m.key IS NULL OR NOT EXISTS (
+                SELECT FROM inbox.outbox_messages e
+                WHERE e.destination = m.destination AND e.key = m.key AND e.id <> m.id
+                  AND e.delivered_at IS NULL AND e.dead_at IS NULL
+                  AND (e.ordinal < m.ordinal
+                       OR (e.leased_by IS NOT NULL AND e.not_before > now_))))
+        ORDER BY m.ordinal
+        LIMIT relay_take.max_messages
+        FOR UPDATE OF m SKIP LOCKED
+    ),
+    leased AS (
+        UPDATE inbox.outbox_messages o
+        SET leased_by = relay_take.relay, not_before = now_ + relay_take.lease,
+            attempts = o.attempts + 1
+        FROM candidates c
+        WHERE o.id = c.id
+        RETURNING o.ordinal, o.id, o.destination, o.key, o.headers, o.payload, o.attempts,
+                  o.payload_bytes
+    )
+    SELECT l.id, l.destination, l.key, l.headers, l.payload, l.attempts, l.payload_bytes
+    FROM leased l ORDER BY l.ordinal;
+END $$;
+COMMENT ON FUNCTION inbox.relay_take(text, integer, interval, text[]) IS
+    'Leases committed, undelivered messages to a relay, in send order, one per key at a time and '
+    'in commit order within a key; attempt counts this delivery. Then relay_done or relay_failed.';
+
+CREATE FUNCTION inbox.relay_done(ids uuid[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    settled integer;
+BEGIN
+    IF ids IS NULL THEN
+        RAISE EXCEPTION 'ids must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- (a dead message that a late relay did publish is delivered after all)
+    UPDATE inbox.outbox_messages m
+    SET delivered_at = clock_timestamp(), dead_at = NULL, leased_by = NULL
+    WHERE m.id = ANY (ids) AND m.delivered_at IS NULL;
+    GET DIAGNOSTICS settled = ROW_COUNT;
+    RETURN settled;
+END $$;
+COMMENT ON FUNCTION inbox.relay_done(uuid[]) IS
+    'Marks messages delivered (the broker confirmed them); returns how many were undelivered.';
+
+CREATE FUNCTION inbox.relay_failed(ids uuid[], error text,
+                                   retry_after interval DEFAULT '10 seconds')
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    now_ timestamptz := clock_timestamp();
+    max_attempts integer;
+    settled integer;
+BEGIN
+    IF ids IS NULL OR retry_after IS NULL THEN
+        RAISE EXCEPTION 'ids and retry_after must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed';
+    ELSIF retry_after < interval '0' THEN
+        RAISE EXCEPTION 'retry_after must not be negative, not %', retry_after
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The setting without the library is a placeholder: checked here as the library checks it.
+    max_attempts := coalesce(nullif(current_setting('inbox.outbox_max_attempts', true), ''),
+                             '10')::integer;
+    IF max_attempts < 1 THEN
+        RAISE EXCEPTION 'inbox.outbox_max_attempts must be at least 1, not %', max_attempts
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE inbox.outbox_messages m
+    SET last_error = left(error, 1000), leased_by = NULL, not_before = now_ + retry_after,
+        dead_at = CASE WHEN m.attempts >= max_attempts THEN now_ END
+    WHERE m.id = ANY (ids) AND m.delivered_at IS NULL AND m.dead_at IS NULL;
+    GET DIAGNOSTICS settled = ROW_COUNT;
+    RETURN settled;
+END $$;
+COMMENT ON FUNCTION inbox.relay_failed(uuid[], text, interval) IS
+    'Records a failed delivery: the message is taken again after retry_after, or is dead once '
+    'taken inbox.outbox_max_attempts times. Returns how many were pending.';
+
+CREATE FUNCTION inbox.relay_release(ids uuid[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    released integer;
+BEGIN
+    IF ids IS NULL THEN
+        RAISE EXCEPTION 'ids must not be NULL'
+        USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    UPDATE inbox.outbox_messages m
+    SET dead_at = NULL, attempts = 0, leased_by = NULL, not_before = clock_timestamp()
+    WHERE m.id = ANY (ids) AND m.dead_at IS NOT NULL AND m.delivered_at IS NULL;
+    GET DIAGNOSTICS released = ROW_COUNT;
+    RETURN released;
+END $$;
+COMMENT ON FUNCTION inbox.relay_release(uuid[]) IS
+    'Gives dead messages a fresh set of attempts: pending again, at the head of their key. '
+    'Returns how many were dead.';
+REVOKE ALL ON FUNCTION inbox.relay_take(text, integer, interval, text[]),
+    inbox.relay_done(uuid[]), inbox.relay_failed(uuid[], text, interval),
+    inbox.relay_release(uuid[]) FROM PUBLIC;
+
+CREATE VIEW inbox.outbox AS
+SELECT m.id, m.destination, m.key,
+       CASE WHEN m.delivered_at IS NOT NULL THEN 'delivered'
+            WHEN m.dead_at IS NOT NULL THEN 'dead'
+            WHEN m.leased_by IS NOT NULL AND m.not_before OPERATOR(pg_catalog.>) pg_catalog.now()
+                THEN 'leased'
+            ELSE 'pending' END AS state,
+       m.attempts, m.last_error, m.created_at, m.delivered_at, m.cause_consumer,
+       m.cause_message_id, m.leased_by,
+       CASE WHEN m.delivered_at IS NULL AND m.dead_at IS NULL THEN m.not_before END AS not_before,
+       m.dead_at
+FROM inbox.outbox_messages m;
+COMMENT ON VIEW inbox.outbox IS
+    'Every outgoing message without its payload: state pending, leased, delivered or dead; '
+    'not_before is the end of its lease, or when it is taken again after a failure.';
+-- The relay's lag, database-wide, in one row (one number each to alert on). Not columns of
+-- inbox.stats, whose rows are consumers: a message need not have one.
+CREATE VIEW inbox.outbox_stats AS
+SELECT pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL) AS pending,
+       pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL AND m.leased_by IS NOT NULL
+                                   AND m.not_before OPERATOR(pg_catalog.>) pg_catalog.now())
+           AS leased,
+       pg_catalog.count(*) FILTER (WHERE m.dead_at IS NOT NULL) AS dead,
+       pg_catalog.min(m.created_at) FILTER (WHERE m.dead_at IS NULL) AS oldest_pending_at,
+       pg_catalog.now() OPERATOR(pg_catalog.-)
+           pg_catalog.min(m.created_at) FILTER (WHERE m.dead_at IS NULL) AS oldest_pending_age
+FROM inbox.outbox_messages m
+WHERE m.delivered_at IS NULL;
+COMMENT ON VIEW inbox.outbox_stats IS
+    'The outbox''s lag: messages not yet delivered (pending, leased among them), dead ones, and '
+    'the oldest pending one''s send time and age.';
+REVOKE ALL ON inbox.outbox, inbox.outbox_stats FROM PUBLIC;
+
+-- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer, and
+-- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand); 'consume'
+-- includes send; 'relay' (new) takes, settles and releases outgoing messages; 'monitor' reads
+-- inbox.outbox and inbox.outbox_stats.
 CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -232,19 +564,26 @@ BEGIN
             'inbox.receive(text, text, jsonb, boolean), inbox.complete(text, text, jsonb), '
             'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
             'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb), '
-            'inbox.message_key(text)'
+            'inbox.message_key(text), inbox.send(text, jsonb, text, jsonb), '
+            'inbox.send_bytes(text, bytea, text, jsonb)'
+        WHEN 'relay' THEN
+            'EXECUTE ON FUNCTION inbox.relay_take(text, integer, interval, text[]), '
+            'inbox.relay_done(uuid[]), inbox.relay_failed(uuid[], text, interval), '
+            'inbox.relay_release(uuid[])'
         WHEN 'operate' THEN
             'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
             'inbox.configure_consumer(text, interval, integer, regrole), '
             'inbox.reset_consumer(text, text[]), inbox.schedule_purge(text), '
             'inbox.unschedule_purge()'
         WHEN 'monitor' THEN
-            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts'
+            'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts, inbox.outbox, '
+            'inbox.outbox_stats'
     END;
     IF privileges IS NULL THEN
-        RAISE EXCEPTION 'access must be consume, operate or monitor, not %', quote_literal(access)
+        RAISE EXCEPTION 'access must be consume, relay, operate or monitor, not %', quote_literal(access)
         USING ERRCODE = 'invalid_parameter_value',
-              HINT = 'consume: claim, apply, receive and the rest of the consumer''s calls; '
+              HINT = 'consume: claim, apply, receive, send and the rest of the consumer''s '
+                     'calls; relay: relay_take, relay_done, relay_failed, relay_release; '
                      'operate: forget, purge, schedule_purge, configure_consumer, '
                      'reset_consumer, stats_reset; monitor: the views.';
     END IF;

@@ -57,7 +57,8 @@ SELECT entry, written_by FROM ledger ORDER BY entry;
 SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
 
 -- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2() and
--- inbox.stats_counters_1_3() (below), and no SECURITY DEFINER function.
+-- inbox.stats_counters_1_3() (below), and no SECURITY DEFINER function but the outbox's (SQL,
+-- with a fixed search_path: the roles that send or relay never write its table themselves).
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
 JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
@@ -68,8 +69,8 @@ UNION ALL
 SELECT p.oid::regprocedure::text, a.privilege_type
 FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
 WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0;
-SELECT count(*) AS security_definer_functions FROM pg_proc
-WHERE pronamespace = 'inbox'::regnamespace AND prosecdef;
+SELECT oid::regprocedure AS security_definer_function FROM pg_proc
+WHERE pronamespace = 'inbox'::regnamespace AND prosecdef ORDER BY oid::regprocedure::text;
 
 -- inbox.worker_status_1_2(), behind inbox.workers from 1.2 on, asks itself for the privilege
 -- that lets a role read the workers' status: EXECUTE on inbox.worker_status().

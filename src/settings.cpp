@@ -163,6 +163,21 @@ void define_statistics_settings() {
         &attempts_max_messages, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
+// The outbox is SQL (the SQL edition has no library): its functions read the value with
+// current_setting('inbox.outbox_max_attempts', true) and take 10 when it is not set. Defined here
+// so that, with the library loaded (which reserves the prefix), it can be set and is checked.
+int outbox_max_attempts = 10;
+
+void define_outbox_settings() {
+    // USERSET: a relay's own sessions may give up sooner or later on the failures they report.
+    DefineCustomIntVariable(
+        "inbox.outbox_max_attempts",
+        "Deliveries of an outgoing message before a failure makes it dead.",
+        "inbox.relay_failed marks a message dead when it has been taken this many times; a dead "
+        "message is kept and visible until inbox.relay_release.",
+        &outbox_max_attempts, 10, 1, 1000000, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+}
+
 }  // namespace
 
 bool retention_set_for_role() {
@@ -174,4 +189,5 @@ void define_settings() {
     define_retention_settings();
     define_statistics_settings();
     define_safety_settings();
+    define_outbox_settings();
 }

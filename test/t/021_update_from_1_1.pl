@@ -81,7 +81,9 @@ is( $node->safe_psql('shop', q{
 		SELECT to_regclass('inbox.consumer_registry_id_seq') IS NULL
 		   AND NOT EXISTS (SELECT FROM pg_extension e, unnest(e.extconfig) c
 		                   WHERE e.extname = 'inbox' AND c = 0)
-		   AND (SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'inbox') = 3}),
+		   AND (SELECT string_agg(c::regclass::text, ' ' ORDER BY c::regclass::text)
+		        FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'inbox')
+		       = 'inbox.consumer_registry inbox.marker_details inbox.markers inbox.outbox_messages inbox.outbox_ordinal'}),
 	't', 'the sequence is gone, and so is its entry among the tables pg_dump dumps');
 
 # What a database must still answer after the update, and after its restore. $label says which.

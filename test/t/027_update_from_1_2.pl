@@ -2,9 +2,9 @@
 # owner by the role's name instead of its OID: every marker stays a duplicate, every consumer
 # keeps its id, settings and owner, an owner role dropped under 1.2 still leaves the consumer to
 # superusers only, the grants on the views that were replaced (made with grant_access or by
-# hand) still work and are dumped, 'operate' access granted under 1.2 includes what 1.3 adds to
-# it (reset_consumer, schedule_purge), and a dump of the updated database restores with all of it,
-# also where an owner role does not exist.
+# hand) still work and are dumped, 'operate' and 'consume' access granted under 1.2 include what
+# 1.3 adds to them (reset_consumer and schedule_purge; send), and a dump of the updated database
+# restores with all of it, also where an owner role does not exist.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -104,6 +104,16 @@ sub check_kept
 			FROM unnest(ARRAY['inbox.reset_consumer(text, text[])', 'inbox.schedule_purge(text)',
 			                  'inbox.unschedule_purge()']) r}),
 		'true true true', "$label: the operator of 1.2 may reset a consumer and schedule the purge");
+	is( $node->safe_psql($db, q{
+			SELECT string_agg(has_function_privilege('billing_service', r, 'EXECUTE')::text, ' '
+			                  ORDER BY r)
+			FROM unnest(ARRAY['inbox.send(text, jsonb, text, jsonb)',
+			                  'inbox.send_bytes(text, bytea, text, jsonb)']) r}),
+		'true true', "$label: the consumer of 1.2 may send");
+	is( $node->safe_psql($db, q{
+			SELECT has_function_privilege('ops', 'inbox.send(text, jsonb, text, jsonb)', 'EXECUTE')
+			    OR has_function_privilege('dashboard', 'inbox.send(text, jsonb, text, jsonb)', 'EXECUTE')}),
+		'f', "$label: and only the consumer");
 	is( $node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers}, extra_params => [ '-U', 'dashboard' ])
 		  . ' ' . $node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers},
 			extra_params => [ '-U', 'auditor' ]),
