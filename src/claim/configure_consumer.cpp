@@ -96,9 +96,9 @@ PGDLLEXPORT Datum inbox_configure_consumer_1_3(PG_FUNCTION_ARGS) {
         retention, max_attempts,
         "A setting left out, or NULL, keeps its value; inbox.reset_consumer gives it its default.");
     configure(consumer, ConsumerSettings{
-                          .retention = {.named = !retention.isnull, .value = retention},
-                          .max_attempts = {.named = !max_attempts.isnull, .value = max_attempts},
-                          .owner = {.named = !owner.isnull, .value = owner}});
+                            .retention = {.named = !retention.isnull, .value = retention},
+                            .max_attempts = {.named = !max_attempts.isnull, .value = max_attempts},
+                            .owner = {.named = !owner.isnull, .value = owner}});
     PG_RETURN_VOID();
 }
 
