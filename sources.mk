@@ -30,6 +30,7 @@ INBOX_SOURCES = \
 	src/stats/max_attempts_warning.cpp \
 	src/claim/pending_claims.cpp \
 	src/claim/marker_attempts.cpp \
+	src/claim/handler_name.cpp \
 	src/claim/handler.cpp \
 	src/claim/outcome.cpp \
 	src/claim/payload_fingerprint.cpp \

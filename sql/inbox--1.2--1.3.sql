@@ -209,6 +209,33 @@ SELECT inbox.grant_execute_like('inbox.configure_consumer(text, interval, intege
 SELECT inbox.grant_execute_like('inbox.purge(bigint)', 'inbox.schedule_purge(text)');
 SELECT inbox.grant_execute_like('inbox.purge(bigint)', 'inbox.unschedule_purge()');
 
+-- ---- a handler written without its argument types gets a hint --------------------------------
+-- fn is a regprocedure. An untyped literal such as 'credit' goes to these overloads instead (a
+-- string is PostgreSQL's preferred reading of it): inbox.handler_named reads 'credit(jsonb)' as
+-- regprocedure's input does and answers 'credit' with the signature to write, where
+-- regprocedure's input said only "expected a left parenthesis". They run as the caller and call
+-- the functions of 1.0, whose grants are the ones that count: anyone may call them (PUBLIC, as
+-- PostgreSQL's own functions), and 'consume' access, or a DBA's own GRANT, is still what a call
+-- needs. A value typed regprocedure goes to the functions of 1.0 directly.
+CREATE FUNCTION inbox.handler_named(fn text) RETURNS regprocedure
+LANGUAGE c STABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'inbox_handler_named';
+COMMENT ON FUNCTION inbox.handler_named(text) IS
+    'The function a handler written as text names: ''credit(jsonb)''; ''credit'' is refused '
+    'with a hint.';
+CREATE FUNCTION inbox.apply(consumer text, message_id text, fn text, payload jsonb DEFAULT NULL)
+RETURNS boolean
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$ SELECT inbox.apply(consumer, message_id, inbox.handler_named(fn), payload) $$;
+COMMENT ON FUNCTION inbox.apply(text, text, text, jsonb) IS
+    'inbox.apply with fn written as text: ''credit(jsonb)''.';
+CREATE FUNCTION inbox.apply_batch(consumer text, fn text, messages jsonb)
+RETURNS TABLE (message_id text, outcome inbox.outcome, sqlstate text, message text)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 100
+AS $$ SELECT * FROM inbox.apply_batch(consumer, inbox.handler_named(fn), messages) $$;
+COMMENT ON FUNCTION inbox.apply_batch(text, text, jsonb) IS
+    'inbox.apply_batch with fn written as text: ''credit(jsonb)''.';
+
 -- ---- the outbox: sending from the same transaction (docs/outbox.md) --------------------------
 -- SQL and PL/pgSQL only, so that the SQL edition (1.4) serves it as is. The functions run as the
 -- extension's owner (SECURITY DEFINER, with a fixed search_path): a role granted 'consume' may

@@ -56,8 +56,10 @@ RESET ROLE;
 SELECT entry, written_by FROM ledger ORDER BY entry;
 SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
 
--- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2() and
--- inbox.stats_counters_1_3() (below), and no SECURITY DEFINER function but the outbox's (SQL,
+-- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2(),
+-- inbox.stats_counters_1_3() (below) and the overloads of apply and apply_batch that take fn as
+-- text, which call the functions of 1.0 as the caller (regress handler_name: a role without
+-- EXECUTE on those is refused), and no SECURITY DEFINER function but the outbox's (SQL,
 -- with a fixed search_path: the roles that send or relay never write its table themselves).
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
@@ -68,7 +70,8 @@ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
 UNION ALL
 SELECT p.oid::regprocedure::text, a.privilege_type
 FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
-WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0;
+WHERE p.pronamespace = 'inbox'::regnamespace AND a.grantee = 0
+ORDER BY 1;
 SELECT oid::regprocedure AS security_definer_function FROM pg_proc
 WHERE pronamespace = 'inbox'::regnamespace AND prosecdef ORDER BY oid::regprocedure::text;
 

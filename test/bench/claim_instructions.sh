@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Instructions per call of inbox.claim and inbox.apply (everything they run: validation, SPI,
-# the executor's insert, counting), this tree against another commit, counted by callgrind in a
-# single-user backend. Instruction counts do not depend on the machine's load, so one run of
-# each build is a fair comparison where throughput on a shared machine is not. The consumer
-# claims once in the set-up: a single-user backend runs each statement as one transaction, and
-# a consumer registered by the measured transaction itself would be looked up in the registry
-# on every claim (it is cached once committed). Then claims in transactions of their own (a
-# prepared statement executed again and again), of the registered consumer (known) and each
-# of a new consumer (first): a single-user backend can start no worker, so 1.1, whose first
-# claim has a worker register the consumer, registers it in the claiming transaction there, as
-# it does when no worker slot is free.
+# Instructions per call of inbox.claim, inbox.apply and inbox.complete (everything they run:
+# validation, SPI, the executor's insert, counting), this tree against another commit, counted by
+# callgrind in a single-user backend. Instruction counts do not depend on the machine's load, so one
+# run of each build is a fair comparison where throughput on a shared machine is not. The consumer
+# claims once in the set-up: a single-user backend runs each statement as one transaction, and a
+# consumer registered by the measured transaction itself would be looked up in the registry on every
+# claim (it is cached once committed). Then claims in transactions of their own (a prepared
+# statement executed again and again), of the registered consumer (known) and each of a new consumer
+# (first): a single-user backend can start no worker, so 1.1, whose first claim has a worker
+# register the consumer, registers it in the claiming transaction there, as it does when no worker
+# slot is free.
 #   test/bench/claim_instructions.sh BASE_REV [calls] [executions]
 set -euo pipefail
 base_rev=${1:?usage: claim_instructions.sh BASE_REV [calls] [executions]}
@@ -57,18 +57,24 @@ SQL
 SELECT count(*) FILTER (WHERE inbox.claim('c', 'claim-' || g)) FROM generate_series(1, $calls) g;
 SQL
     )
-    apply=$(callgrind_count -j "$work/$side/inbox_apply" inbox_apply <<SQL
+    # (1.3 reads a literal fn in inbox.handler_named, outside inbox_apply: both are counted)
+    apply=$(callgrind_count -j "$work/$side/inbox_apply" inbox_apply inbox_handler_named <<SQL
 SELECT count(*) FILTER (WHERE inbox.apply('c', 'apply-' || g, 'credit(jsonb)', jsonb_build_object('account', g % 1000 + 1, 'amount', 1))) FROM generate_series(1, $calls) g;
+SQL
+    )
+    # a result stored on each marker claimed above (it locks its marker: 1.3)
+    complete=$(callgrind_count -j "$work/$side/inbox_complete" inbox_complete <<SQL
+SELECT count(*) FROM (SELECT inbox.complete('c', 'claim-' || g, '{"status": 201}') FROM generate_series(1, $calls) g) stored;
 SQL
     )
     known=$(executed "SELECT inbox.claim('c', gen_random_uuid()::text)" |
         callgrind_count -j "$work/$side/known_claim" inbox_claim)
     first=$(executed "SELECT inbox.claim('new-' || gen_random_uuid()::text, 'first')" |
         callgrind_count -j "$work/$side/first_claim" inbox_claim)
-    eval "${side}_claim=\$((claim / calls)) ${side}_duplicate=\$((duplicate / calls)) ${side}_apply=\$((apply / calls))"
+    eval "${side}_claim=\$((claim / calls)) ${side}_duplicate=\$((duplicate / calls)) ${side}_apply=\$((apply / calls)) ${side}_complete=\$((complete / calls))"
     eval "${side}_known=\$((known / executions)) ${side}_first=\$((first / executions))"
 done
-for what in claim duplicate apply known first; do
+for what in claim duplicate apply complete known first; do
     b=$(eval echo "\$base_$what"); h=$(eval echo "\$head_$what")
     printf '%-9s instructions per call: base %s, head %s, head / base %s\n' "$what" "$b" "$h" \
         "$(ratio "$h" "$b")"
