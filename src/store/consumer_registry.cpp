@@ -58,7 +58,7 @@ void forget_consumers(Datum, Oid relid) {
 
 // An owner kept by name (1.3) is looked up when cached: a role created, renamed or dropped since
 // (the missing owner of a restore created at last) is looked up again.
-void forget_consumers_of_roles(Datum, int, uint32) {
+void forget_consumers_of_roles(Datum, pg::SyscacheId, uint32) {
     forget_consumers((Datum)0, InvalidOid);
 }
 
