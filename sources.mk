@@ -29,6 +29,7 @@ INBOX_SOURCES = \
 	src/stats/attempts_functions.cpp \
 	src/stats/max_attempts_warning.cpp \
 	src/claim/pending_claims.cpp \
+	src/claim/claimed_cause.cpp \
 	src/claim/marker_attempts.cpp \
 	src/claim/handler_name.cpp \
 	src/claim/handler.cpp \

@@ -285,6 +285,19 @@ SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_ordinal', '');
 REVOKE ALL ON inbox.outbox_messages FROM PUBLIC;
 REVOKE ALL ON SEQUENCE inbox.outbox_ordinal FROM PUBLIC;
 
+-- The cause of a message: the latest claim (claim, apply, receive processed, claim_batch's last
+-- new id, apply_batch's message whose handler runs) of the sending transaction, or NULLs. Kept
+-- per backend by the library (src/claim/claimed_cause.hpp); a claim rolled back to a savepoint
+-- leaves no cause until the next claim. Not PUBLIC: inbox.send calls it as the extension's owner.
+CREATE FUNCTION inbox.claimed_cause(OUT consumer text, OUT message_id text)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'inbox_claimed_cause';
+COMMENT ON FUNCTION inbox.claimed_cause() IS
+    'The consumer and message id of the current transaction''s latest claim (NULLs without one): '
+    'the cause inbox.send records.';
+REVOKE ALL ON FUNCTION inbox.claimed_cause() FROM PUBLIC;
+
 -- The send behind both forms of inbox.send. Commit order within a key: the ordinal is taken
 -- after a transaction-level lock on (destination, key), held until the sender commits or rolls
 -- back, so that of two senders of one key the second numbers its message only after the first
@@ -297,6 +310,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp 
 DECLARE
     id uuid;
     now_ timestamptz := clock_timestamp();
+    claimed record;
 BEGIN
     -- Refused at once, before any lock: a standby, or a read-only transaction, never sends.
     IF pg_is_in_recovery() THEN
@@ -352,10 +366,12 @@ BEGIN
                                                                           * 1000)::bigint)
                                                            FROM 3)
                                          FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid;
+    SELECT * INTO claimed FROM inbox.claimed_cause();
     INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key,
-                                       headers, payload, payload_bytes)
+                                       headers, payload, payload_bytes, cause_consumer,
+                                       cause_message_id)
     VALUES (nextval('inbox.outbox_ordinal'), now_, now_, id, destination, key, headers, payload,
-            payload_bytes);
+            payload_bytes, claimed.consumer, claimed.message_id);
     -- Delivered at commit only (and once per destination per transaction).
     PERFORM pg_notify('inbox_outbox', destination);
     RETURN id;

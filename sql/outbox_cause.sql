@@ -1,0 +1,84 @@
+-- The cause of an outgoing message (docs/outbox.md): the latest claim the sending transaction
+-- holds, (consumer, message id), or NULLs.
+DELETE FROM inbox.outbox_messages;
+CREATE FUNCTION sent_causes() RETURNS TABLE (payload jsonb, cause_consumer text,
+                                             cause_message_id text)
+LANGUAGE sql AS $$
+    SELECT m.payload, m.cause_consumer, m.cause_message_id
+    FROM inbox.outbox_messages m ORDER BY m.ordinal
+$$;
+CREATE FUNCTION send_payload(payload jsonb) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF payload = '"fail"' THEN
+        PERFORM inbox.send('d', payload);
+        RAISE EXCEPTION 'handler failed';
+    END IF;
+    PERFORM inbox.send('d', payload);
+END $$;
+
+-- Without a claim: no cause.
+SELECT inbox.send('d', '"no claim"') IS NOT NULL AS sent;
+
+-- After a claim, the claimed message; a duplicate claim is held by no one in this transaction.
+BEGIN;
+SELECT inbox.claim('cause', 'm-1') AS claimed;
+SELECT inbox.send('d', '"after claim"') IS NOT NULL AS sent;
+COMMIT;
+BEGIN;
+SELECT inbox.claim('cause', 'm-1') AS claimed;
+SELECT inbox.send('d', '"after a duplicate"') IS NOT NULL AS sent;
+COMMIT;
+
+-- A claim of an earlier transaction is never a cause: each statement here is a transaction.
+SELECT inbox.claim('cause', 'm-2') AS claimed;
+SELECT inbox.send('d', '"next transaction"') IS NOT NULL AS sent;
+
+-- A handler's send, under apply, has the applied message as cause.
+SELECT inbox.apply('cause', 'm-3', 'send_payload(jsonb)', '"from apply"') AS applied;
+
+-- receive: a processed message is the cause; a duplicate is none.
+BEGIN;
+SELECT outcome FROM inbox.receive('cause', 'm-4');
+SELECT inbox.send('d', '"after receive"') IS NOT NULL AS sent;
+COMMIT;
+BEGIN;
+SELECT outcome FROM inbox.receive('cause', 'm-4');
+SELECT inbox.send('d', '"after a duplicate receive"') IS NOT NULL AS sent;
+COMMIT;
+
+-- claim_batch: the last id it claimed now (m-1, given last, is a duplicate).
+BEGIN;
+SELECT * FROM inbox.claim_batch('cause', ARRAY['m-5', 'm-6', 'm-1']);
+SELECT inbox.send('d', '"after claim_batch"') IS NOT NULL AS sent;
+COMMIT;
+
+-- apply_batch: each handler's send has its own message; a failed handler's send goes with its
+-- subtransaction, and so does its claim: after the batch, the transaction has no cause.
+BEGIN;
+SELECT message_id, outcome FROM inbox.apply_batch('cause', 'send_payload(jsonb)',
+    '[{"id": "m-7", "payload": "batch m-7"}, {"id": "m-8", "payload": "batch m-8"},
+      {"id": "m-9", "payload": "fail"}]');
+SELECT inbox.send('d', '"after apply_batch"') IS NOT NULL AS sent;
+COMMIT;
+
+-- A claim rolled back to a savepoint is no cause any more (its marker is gone), nor is the
+-- earlier claim it replaced; a claim in a released savepoint stays the cause.
+BEGIN;
+SELECT inbox.claim('cause', 'm-10') AS claimed;
+SAVEPOINT s;
+SELECT inbox.claim('cause', 'm-11') AS claimed;
+ROLLBACK TO SAVEPOINT s;
+SELECT inbox.send('d', '"after rollback to savepoint"') IS NOT NULL AS sent;
+SAVEPOINT t;
+SELECT inbox.claim('cause', 'm-12') AS claimed;
+RELEASE SAVEPOINT t;
+SELECT inbox.send('d', '"after release"') IS NOT NULL AS sent;
+COMMIT;
+
+SELECT * FROM sent_causes();
+
+-- Only the extension's owner may ask (inbox.send does, as its owner).
+SELECT has_function_privilege('public', 'inbox.claimed_cause()', 'EXECUTE') AS public_may_ask;
+DELETE FROM inbox.outbox_messages;
+DROP FUNCTION sent_causes(), send_payload(jsonb);
