@@ -66,7 +66,7 @@ DROP FUNCTION inbox.replace_view_keeping_grants(text, text);
 -- A full table of failed attempts (inbox.max_failed_messages) forgets the least recent failure
 -- of the consumer that fails now, unless another consumer holds more messages: then of the
 -- consumer that holds the most (src/stats/attempts_table.cpp). Each count forgotten is counted
--- against the consumer that lost it: inbox.stats gains attempts_evicted, its last column.
+-- against the consumer that lost it: inbox.stats gains attempts_evicted (the view is below).
 -- Who may read the counters stays decided by one privilege, EXECUTE on inbox.stats_counters(),
 -- which the grants made for 1.1 and 1.2 and grant_access(..., 'monitor') give:
 -- inbox.stats_counters_1_3() asks for it itself, and is therefore left executable by PUBLIC (as
@@ -83,73 +83,6 @@ AS 'MODULE_PATHNAME', 'inbox_stats_counters_1_3';
 COMMENT ON FUNCTION inbox.stats_counters_1_3() IS
     'inbox.stats_counters() and the failed attempts forgotten per consumer (attempts_evicted); '
     'takes EXECUTE on inbox.stats_counters().';
-
--- Replaced, not dropped: the grants on the view stay. The NULL-consumer row (consumers beyond
--- inbox.max_consumers) carries their evictions too.
-CREATE OR REPLACE VIEW inbox.stats AS
-WITH counters AS (
-    SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
-           k.last_duplicate_at, k.stats_reset, k.in_progress, k.payload_mismatches, k.poisoned,
-           k.attempts_evicted
-    FROM inbox.stats_counters_1_3() k
-),
--- At most one row; none without the preload. Its counts are those of untracked consumers.
-database_counters AS (
-    SELECT * FROM counters WHERE consumer IS NULL
-),
--- Every registered consumer with its markers retained and the oldest (marker_counts.cpp, which
--- reads the tables as their owner: the view reads no table itself, which a view over Citus
--- tables could only do with the reader's own privileges on their shards).
-markers AS (
-    SELECT m.consumer COLLATE pg_catalog."C" AS consumer, m.retained, m.oldest_processed_at
-    FROM inbox.marker_counts() m
-),
-consumers AS (
-    SELECT m.consumer FROM markers m
-    UNION ALL
-    SELECT k.consumer FROM counters k
-    WHERE k.consumer IS NOT NULL
-      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) k.consumer)
-)
-SELECT c.consumer,
-       coalesce(k.applied, untracked.none_counted) AS applied,
-       coalesce(k.duplicates, untracked.none_counted) AS duplicates,
-       coalesce(k.duplicates, untracked.none_counted)::pg_catalog.float8
-           OPERATOR(pg_catalog./) nullif(coalesce(k.applied, untracked.none_counted)
-                    OPERATOR(pg_catalog.+) coalesce(k.duplicates, untracked.none_counted), 0)
-           AS duplicate_rate,
-       coalesce(m.retained, 0::pg_catalog.int8) AS retained,
-       m.oldest_processed_at,
-       k.last_duplicate_at,
-       d.stats_reset,
-       coalesce(k.in_progress, untracked.none_counted) AS in_progress,
-       coalesce(k.payload_mismatches, untracked.none_counted) AS payload_mismatches,
-       coalesce(k.poisoned, untracked.none_counted) AS poisoned,
-       coalesce(k.attempts_evicted, untracked.none_counted) AS attempts_evicted
-FROM consumers c
-LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
-LEFT JOIN database_counters d ON true
-LEFT JOIN markers m ON m.consumer OPERATOR(pg_catalog.=) c.consumer
--- A consumer without counters has had no counted claim since stats_reset, unless claims went
--- to the untracked row: then its numbers are unknown.
-CROSS JOIN LATERAL (
-    SELECT CASE WHEN d.applied OPERATOR(pg_catalog.=) 0 AND d.duplicates OPERATOR(pg_catalog.=) 0
-                 AND d.in_progress OPERATOR(pg_catalog.=) 0
-                 AND d.payload_mismatches OPERATOR(pg_catalog.=) 0
-                 AND d.poisoned OPERATOR(pg_catalog.=) 0
-                 AND d.attempts_evicted OPERATOR(pg_catalog.=) 0
-                THEN 0::pg_catalog.int8 END AS none_counted
-) untracked
-UNION ALL
-SELECT NULL, d.applied, d.duplicates,
-       d.duplicates::pg_catalog.float8
-           OPERATOR(pg_catalog./) nullif(d.applied OPERATOR(pg_catalog.+) d.duplicates, 0),
-       NULL, NULL, d.last_duplicate_at, d.stats_reset, d.in_progress, d.payload_mismatches,
-       d.poisoned, d.attempts_evicted
-FROM database_counters d
-WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0
-   OR d.in_progress OPERATOR(pg_catalog.>) 0 OR d.payload_mismatches OPERATOR(pg_catalog.>) 0
-   OR d.poisoned OPERATOR(pg_catalog.>) 0 OR d.attempts_evicted OPERATOR(pg_catalog.>) 0;
 
 -- ---- configure_consumer changes what it names; reset_consumer; what 'operate' grants ---------
 -- Grants of a function given to the roles that may execute another, the initial privileges kept
@@ -565,8 +498,8 @@ FROM inbox.outbox_messages m;
 COMMENT ON VIEW inbox.outbox IS
     'Every outgoing message without its payload: state pending, leased, delivered or dead; '
     'not_before is the end of its lease, or when it is taken again after a failure.';
--- The relay's lag, database-wide, in one row (one number each to alert on). Not columns of
--- inbox.stats, whose rows are consumers: a message need not have one.
+-- The relay's lag, database-wide, in one row (one number each to alert on); inbox.stats shows it
+-- per consumer whose claims caused the messages.
 CREATE VIEW inbox.outbox_stats AS
 SELECT pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL) AS pending,
        pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL AND m.leased_by IS NOT NULL
@@ -582,6 +515,100 @@ COMMENT ON VIEW inbox.outbox_stats IS
     'The outbox''s lag: messages not yet delivered (pending, leased among them), dead ones, and '
     'the oldest pending one''s send time and age.';
 REVOKE ALL ON inbox.outbox, inbox.outbox_stats FROM PUBLIC;
+
+-- inbox.stats, replaced, not dropped: the grants on the view stay; new columns at the end. The
+-- NULL-consumer row (consumers beyond inbox.max_consumers) carries their evictions too.
+-- The outbox's lag per consumer (outbox_pending, outbox_oldest_pending_age): the undelivered
+-- messages, not dead, that a claim of the consumer caused (inbox.claimed_cause()); those sent
+-- outside any claim are the NULL-consumer row's, so that the column's sum is the database's
+-- (inbox.outbox_stats.pending). The outbox is a local table (never distributed): the view reads
+-- it as its owner, through the partial index of undelivered messages.
+CREATE OR REPLACE VIEW inbox.stats AS
+WITH counters AS (
+    SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
+           k.last_duplicate_at, k.stats_reset, k.in_progress, k.payload_mismatches, k.poisoned,
+           k.attempts_evicted
+    FROM inbox.stats_counters_1_3() k
+),
+-- At most one row; none without the preload. Its counts are those of untracked consumers.
+database_counters AS (
+    SELECT * FROM counters WHERE consumer IS NULL
+),
+-- Every registered consumer with its markers retained and the oldest (marker_counts.cpp, which
+-- reads the tables as their owner: the view reads no table itself, which a view over Citus
+-- tables could only do with the reader's own privileges on their shards).
+markers AS (
+    SELECT m.consumer COLLATE pg_catalog."C" AS consumer, m.retained, m.oldest_processed_at
+    FROM inbox.marker_counts() m
+),
+outbox AS (
+    SELECT o.cause_consumer COLLATE pg_catalog."C" AS consumer, pg_catalog.count(*) AS pending,
+           pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(o.created_at)
+               AS oldest_pending_age
+    FROM inbox.outbox_messages o
+    WHERE o.delivered_at IS NULL AND o.dead_at IS NULL
+    GROUP BY o.cause_consumer
+),
+consumers AS (
+    SELECT m.consumer FROM markers m
+    UNION ALL
+    SELECT k.consumer FROM counters k
+    WHERE k.consumer IS NOT NULL
+      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) k.consumer)
+    UNION ALL
+    SELECT o.consumer FROM outbox o
+    WHERE o.consumer IS NOT NULL
+      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) o.consumer)
+      AND NOT EXISTS (SELECT FROM counters k WHERE k.consumer OPERATOR(pg_catalog.=) o.consumer)
+)
+SELECT c.consumer,
+       coalesce(k.applied, untracked.none_counted) AS applied,
+       coalesce(k.duplicates, untracked.none_counted) AS duplicates,
+       coalesce(k.duplicates, untracked.none_counted)::pg_catalog.float8
+           OPERATOR(pg_catalog./) nullif(coalesce(k.applied, untracked.none_counted)
+                    OPERATOR(pg_catalog.+) coalesce(k.duplicates, untracked.none_counted), 0)
+           AS duplicate_rate,
+       coalesce(m.retained, 0::pg_catalog.int8) AS retained,
+       m.oldest_processed_at,
+       k.last_duplicate_at,
+       d.stats_reset,
+       coalesce(k.in_progress, untracked.none_counted) AS in_progress,
+       coalesce(k.payload_mismatches, untracked.none_counted) AS payload_mismatches,
+       coalesce(k.poisoned, untracked.none_counted) AS poisoned,
+       coalesce(k.attempts_evicted, untracked.none_counted) AS attempts_evicted,
+       coalesce(o.pending, 0::pg_catalog.int8) AS outbox_pending,
+       o.oldest_pending_age AS outbox_oldest_pending_age
+FROM consumers c
+LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
+LEFT JOIN database_counters d ON true
+LEFT JOIN markers m ON m.consumer OPERATOR(pg_catalog.=) c.consumer
+LEFT JOIN outbox o ON o.consumer OPERATOR(pg_catalog.=) c.consumer
+-- A consumer without counters has had no counted claim since stats_reset, unless claims went
+-- to the untracked row: then its numbers are unknown.
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN d.applied OPERATOR(pg_catalog.=) 0 AND d.duplicates OPERATOR(pg_catalog.=) 0
+                 AND d.in_progress OPERATOR(pg_catalog.=) 0
+                 AND d.payload_mismatches OPERATOR(pg_catalog.=) 0
+                 AND d.poisoned OPERATOR(pg_catalog.=) 0
+                 AND d.attempts_evicted OPERATOR(pg_catalog.=) 0
+                THEN 0::pg_catalog.int8 END AS none_counted
+) untracked
+-- The NULL-consumer row: when untracked consumers counted something, or messages sent outside
+-- any claim wait.
+UNION ALL
+SELECT NULL, d.applied, d.duplicates,
+       d.duplicates::pg_catalog.float8
+           OPERATOR(pg_catalog./) nullif(d.applied OPERATOR(pg_catalog.+) d.duplicates, 0),
+       NULL, NULL, d.last_duplicate_at, d.stats_reset, d.in_progress, d.payload_mismatches,
+       d.poisoned, d.attempts_evicted, coalesce(o.pending, 0::pg_catalog.int8),
+       o.oldest_pending_age
+FROM (SELECT) one
+LEFT JOIN database_counters d ON true
+LEFT JOIN outbox o ON o.consumer IS NULL
+WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0
+   OR d.in_progress OPERATOR(pg_catalog.>) 0 OR d.payload_mismatches OPERATOR(pg_catalog.>) 0
+   OR d.poisoned OPERATOR(pg_catalog.>) 0 OR d.attempts_evicted OPERATOR(pg_catalog.>) 0
+   OR o.pending IS NOT NULL;
 
 -- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer, and
 -- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand); 'consume'

@@ -78,6 +78,40 @@ COMMIT;
 
 SELECT * FROM sent_causes();
 
+-- inbox.stats shows the relay's lag per cause: the undelivered messages, not dead, that a claim
+-- of the consumer caused, and the age of the oldest; those sent outside any claim are the
+-- NULL-consumer row's. A delivered message and a dead one are not pending; a leased one is.
+SET inbox.outbox_max_attempts = 1;
+SELECT inbox.relay_done(array_agg(id)) AS delivered FROM inbox.outbox
+WHERE cause_message_id IN ('m-1', 'm-3');
+SELECT inbox.relay_failed(array_agg(id), 'refused') AS dead
+FROM inbox.relay_take('relay-1', 100) WHERE payload = '"batch m-7"';
+RESET inbox.outbox_max_attempts;
+-- (a message whose consumer is registered nowhere, as one restored without the registry)
+INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, payload,
+                                   cause_consumer, cause_message_id)
+VALUES (nextval('inbox.outbox_ordinal'), now() - interval '1 hour', now(), gen_random_uuid(), 'd',
+        '"unregistered"', 'unregistered', 'u-1');
+CREATE ROLE regress_outbox_monitor;
+SELECT inbox.grant_access('regress_outbox_monitor', 'monitor');
+SET ROLE regress_outbox_monitor;
+SELECT consumer, outbox_pending, outbox_oldest_pending_age > interval '0' AS has_age,
+       outbox_oldest_pending_age >= interval '1 hour' AS hour_old
+FROM inbox.stats WHERE outbox_pending > 0 OR consumer IN ('cause', 'unregistered')
+ORDER BY consumer NULLS FIRST;
+SELECT sum(outbox_pending) AS in_stats, (SELECT pending FROM inbox.outbox_stats) AS in_outbox_stats
+FROM inbox.stats;
+RESET ROLE;
+-- Delivered, the messages sent outside a claim leave the NULL-consumer row.
+SELECT inbox.relay_done(array_agg(id)) > 0 AS delivered FROM inbox.outbox
+WHERE cause_consumer IS NULL;
+SELECT coalesce(sum(outbox_pending), 0) AS without_cause FROM inbox.stats WHERE consumer IS NULL;
+-- The columns come last, after those of 1.2 and attempts_evicted.
+SELECT attname FROM pg_attribute WHERE attrelid = 'inbox.stats'::regclass AND attnum > 11
+ORDER BY attnum;
+DROP OWNED BY regress_outbox_monitor;
+DROP ROLE regress_outbox_monitor;
+
 -- Only the extension's owner may ask (inbox.send does, as its owner).
 SELECT has_function_privilege('public', 'inbox.claimed_cause()', 'EXECUTE') AS public_may_ask;
 DELETE FROM inbox.outbox_messages;
