@@ -40,6 +40,7 @@ INBOX_SOURCES = \
 	src/claim/claim_batch.cpp \
 	src/claim/configure_consumer.cpp \
 	src/purge/purge_bucket_rows.cpp \
+	src/purge/purge_outbox.cpp \
 	src/purge/purge.cpp \
 	src/purge/purge_schedule.cpp \
 	src/purge/purge_status.cpp \
