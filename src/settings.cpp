@@ -136,9 +136,11 @@ void define_safety_settings() {
     // USERSET: DROP EXTENSION needs the extension's owner anyway; this only says "I mean it".
     DefineCustomBoolVariable(
         "inbox.allow_drop_with_markers",
-        "Lets DROP EXTENSION inbox delete the markers when there are any.",
+        "Lets DROP EXTENSION inbox delete the markers, and undelivered outgoing messages, when "
+        "there are any.",
         "Off, every way of dropping the extension (DROP EXTENSION, DROP SCHEMA ... CASCADE, "
-        "DROP OWNED) is refused while markers exist.",
+        "DROP OWNED) is refused while markers exist, and DROP EXTENSION and DROP SCHEMA while "
+        "undelivered outgoing messages do.",
         &allow_drop_with_markers, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     // SUSET: it is a database's policy, which a session of the roles it binds must not lift;
     // superusers set it per database with ALTER DATABASE ... SET. The default keeps 1.1's
