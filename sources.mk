@@ -23,8 +23,10 @@ INBOX_SOURCES = \
 	src/stats/details_visibility.cpp \
 	src/stats/stats_table.cpp \
 	src/stats/citus_counters.cpp \
+	src/stats/counters_privilege.cpp \
 	src/stats/stats_functions.cpp \
 	src/stats/marker_counts.cpp \
+	src/stats/outbox_counts.cpp \
 	src/stats/attempts_table.cpp \
 	src/stats/attempts_functions.cpp \
 	src/stats/max_attempts_warning.cpp \

@@ -521,8 +521,19 @@ REVOKE ALL ON inbox.outbox, inbox.outbox_stats FROM PUBLIC;
 -- The outbox's lag per consumer (outbox_pending, outbox_oldest_pending_age): the undelivered
 -- messages, not dead, that a claim of the consumer caused (inbox.claimed_cause()); those sent
 -- outside any claim are the NULL-consumer row's, so that the column's sum is the database's
--- (inbox.outbox_stats.pending). The outbox is a local table (never distributed): the view reads
--- it as its owner, through the partial index of undelivered messages.
+-- (inbox.outbox_stats.pending). The view reads the outbox through inbox.outbox_counts(), as the
+-- table's owner (as marker_counts()), by the partial index of undelivered messages: on Citus, a
+-- statement joining the view with the registry, a reference table, has the local table read
+-- apart, with the reader's privileges. Executable by PUBLIC, it asks for EXECUTE on
+-- inbox.stats_counters() itself, as inbox.stats_counters_1_3() does.
+CREATE FUNCTION inbox.outbox_counts(OUT consumer text, OUT pending bigint,
+                                    OUT oldest_pending_at timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL RESTRICTED ROWS 10
+AS 'MODULE_PATHNAME', 'inbox_outbox_counts';
+COMMENT ON FUNCTION inbox.outbox_counts() IS
+    'Per cause consumer, the outgoing messages not delivered and not dead, and the oldest one''s '
+    'send time; takes EXECUTE on inbox.stats_counters().';
 CREATE OR REPLACE VIEW inbox.stats AS
 WITH counters AS (
     SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
@@ -542,12 +553,9 @@ markers AS (
     FROM inbox.marker_counts() m
 ),
 outbox AS (
-    SELECT o.cause_consumer COLLATE pg_catalog."C" AS consumer, pg_catalog.count(*) AS pending,
-           pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(o.created_at)
-               AS oldest_pending_age
-    FROM inbox.outbox_messages o
-    WHERE o.delivered_at IS NULL AND o.dead_at IS NULL
-    GROUP BY o.cause_consumer
+    SELECT o.consumer COLLATE pg_catalog."C" AS consumer, o.pending,
+           pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_pending_at AS oldest_pending_age
+    FROM inbox.outbox_counts() o
 ),
 consumers AS (
     SELECT m.consumer FROM markers m
