@@ -23,12 +23,15 @@ INBOX_SOURCES = \
 	src/stats/details_visibility.cpp \
 	src/stats/stats_table.cpp \
 	src/stats/citus_counters.cpp \
+	src/stats/counters_privilege.cpp \
 	src/stats/stats_functions.cpp \
 	src/stats/marker_counts.cpp \
+	src/stats/outbox_counts.cpp \
 	src/stats/attempts_table.cpp \
 	src/stats/attempts_functions.cpp \
 	src/stats/max_attempts_warning.cpp \
 	src/claim/pending_claims.cpp \
+	src/claim/claimed_cause.cpp \
 	src/claim/marker_attempts.cpp \
 	src/claim/handler_name.cpp \
 	src/claim/handler.cpp \
@@ -39,6 +42,7 @@ INBOX_SOURCES = \
 	src/claim/claim_batch.cpp \
 	src/claim/configure_consumer.cpp \
 	src/purge/purge_bucket_rows.cpp \
+	src/purge/purge_outbox.cpp \
 	src/purge/purge.cpp \
 	src/purge/purge_schedule.cpp \
 	src/purge/purge_status.cpp \

@@ -55,6 +55,18 @@ FROM pg_extension WHERE extname = 'inbox';
 CREATE EXTENSION inbox;
 SELECT count(*) AS markers FROM inbox.messages;
 
+-- Undelivered outgoing messages are committed work no other service has received: refused too
+-- (dead ones included); delivered ones do not hold the drop back.
+SELECT inbox.send('drop-orders', '"pending"') IS NOT NULL AS sent,
+       inbox.send('drop-orders', '"delivered"') IS NOT NULL AS sent;
+SELECT inbox.relay_done(array_agg(id)) AS delivered FROM inbox.outbox_messages
+WHERE payload = '"delivered"';
+DROP EXTENSION inbox;
+DROP SCHEMA inbox CASCADE;
+SELECT inbox.relay_done(array_agg(id)) AS delivered FROM inbox.outbox_messages;
+DROP EXTENSION inbox;
+CREATE EXTENSION inbox;
+
 -- Created again, nothing is granted; grant_access gives each kind of role what it needs, and
 -- only that.
 SELECT has_function_privilege('regress_drop_app', 'inbox.claim(text, text)', 'EXECUTE') AS app_may_claim;

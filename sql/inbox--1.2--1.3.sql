@@ -66,7 +66,7 @@ DROP FUNCTION inbox.replace_view_keeping_grants(text, text);
 -- A full table of failed attempts (inbox.max_failed_messages) forgets the least recent failure
 -- of the consumer that fails now, unless another consumer holds more messages: then of the
 -- consumer that holds the most (src/stats/attempts_table.cpp). Each count forgotten is counted
--- against the consumer that lost it: inbox.stats gains attempts_evicted, its last column.
+-- against the consumer that lost it: inbox.stats gains attempts_evicted (the view is below).
 -- Who may read the counters stays decided by one privilege, EXECUTE on inbox.stats_counters(),
 -- which the grants made for 1.1 and 1.2 and grant_access(..., 'monitor') give:
 -- inbox.stats_counters_1_3() asks for it itself, and is therefore left executable by PUBLIC (as
@@ -83,73 +83,6 @@ AS 'MODULE_PATHNAME', 'inbox_stats_counters_1_3';
 COMMENT ON FUNCTION inbox.stats_counters_1_3() IS
     'inbox.stats_counters() and the failed attempts forgotten per consumer (attempts_evicted); '
     'takes EXECUTE on inbox.stats_counters().';
-
--- Replaced, not dropped: the grants on the view stay. The NULL-consumer row (consumers beyond
--- inbox.max_consumers) carries their evictions too.
-CREATE OR REPLACE VIEW inbox.stats AS
-WITH counters AS (
-    SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
-           k.last_duplicate_at, k.stats_reset, k.in_progress, k.payload_mismatches, k.poisoned,
-           k.attempts_evicted
-    FROM inbox.stats_counters_1_3() k
-),
--- At most one row; none without the preload. Its counts are those of untracked consumers.
-database_counters AS (
-    SELECT * FROM counters WHERE consumer IS NULL
-),
--- Every registered consumer with its markers retained and the oldest (marker_counts.cpp, which
--- reads the tables as their owner: the view reads no table itself, which a view over Citus
--- tables could only do with the reader's own privileges on their shards).
-markers AS (
-    SELECT m.consumer COLLATE pg_catalog."C" AS consumer, m.retained, m.oldest_processed_at
-    FROM inbox.marker_counts() m
-),
-consumers AS (
-    SELECT m.consumer FROM markers m
-    UNION ALL
-    SELECT k.consumer FROM counters k
-    WHERE k.consumer IS NOT NULL
-      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) k.consumer)
-)
-SELECT c.consumer,
-       coalesce(k.applied, untracked.none_counted) AS applied,
-       coalesce(k.duplicates, untracked.none_counted) AS duplicates,
-       coalesce(k.duplicates, untracked.none_counted)::pg_catalog.float8
-           OPERATOR(pg_catalog./) nullif(coalesce(k.applied, untracked.none_counted)
-                    OPERATOR(pg_catalog.+) coalesce(k.duplicates, untracked.none_counted), 0)
-           AS duplicate_rate,
-       coalesce(m.retained, 0::pg_catalog.int8) AS retained,
-       m.oldest_processed_at,
-       k.last_duplicate_at,
-       d.stats_reset,
-       coalesce(k.in_progress, untracked.none_counted) AS in_progress,
-       coalesce(k.payload_mismatches, untracked.none_counted) AS payload_mismatches,
-       coalesce(k.poisoned, untracked.none_counted) AS poisoned,
-       coalesce(k.attempts_evicted, untracked.none_counted) AS attempts_evicted
-FROM consumers c
-LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
-LEFT JOIN database_counters d ON true
-LEFT JOIN markers m ON m.consumer OPERATOR(pg_catalog.=) c.consumer
--- A consumer without counters has had no counted claim since stats_reset, unless claims went
--- to the untracked row: then its numbers are unknown.
-CROSS JOIN LATERAL (
-    SELECT CASE WHEN d.applied OPERATOR(pg_catalog.=) 0 AND d.duplicates OPERATOR(pg_catalog.=) 0
-                 AND d.in_progress OPERATOR(pg_catalog.=) 0
-                 AND d.payload_mismatches OPERATOR(pg_catalog.=) 0
-                 AND d.poisoned OPERATOR(pg_catalog.=) 0
-                 AND d.attempts_evicted OPERATOR(pg_catalog.=) 0
-                THEN 0::pg_catalog.int8 END AS none_counted
-) untracked
-UNION ALL
-SELECT NULL, d.applied, d.duplicates,
-       d.duplicates::pg_catalog.float8
-           OPERATOR(pg_catalog./) nullif(d.applied OPERATOR(pg_catalog.+) d.duplicates, 0),
-       NULL, NULL, d.last_duplicate_at, d.stats_reset, d.in_progress, d.payload_mismatches,
-       d.poisoned, d.attempts_evicted
-FROM database_counters d
-WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0
-   OR d.in_progress OPERATOR(pg_catalog.>) 0 OR d.payload_mismatches OPERATOR(pg_catalog.>) 0
-   OR d.poisoned OPERATOR(pg_catalog.>) 0 OR d.attempts_evicted OPERATOR(pg_catalog.>) 0;
 
 -- ---- configure_consumer changes what it names; reset_consumer; what 'operate' grants ---------
 -- Grants of a function given to the roles that may execute another, the initial privileges kept
@@ -285,6 +218,19 @@ SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_ordinal', '');
 REVOKE ALL ON inbox.outbox_messages FROM PUBLIC;
 REVOKE ALL ON SEQUENCE inbox.outbox_ordinal FROM PUBLIC;
 
+-- The cause of a message: the latest claim (claim, apply, receive processed, claim_batch's last
+-- new id, apply_batch's message whose handler runs) of the sending transaction, or NULLs. Kept
+-- per backend by the library (src/claim/claimed_cause.hpp); a claim rolled back to a savepoint
+-- leaves no cause until the next claim. Not PUBLIC: inbox.send calls it as the extension's owner.
+CREATE FUNCTION inbox.claimed_cause(OUT consumer text, OUT message_id text)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'inbox_claimed_cause';
+COMMENT ON FUNCTION inbox.claimed_cause() IS
+    'The consumer and message id of the current transaction''s latest claim (NULLs without one): '
+    'the cause inbox.send records.';
+REVOKE ALL ON FUNCTION inbox.claimed_cause() FROM PUBLIC;
+
 -- The send behind both forms of inbox.send. Commit order within a key: the ordinal is taken
 -- after a transaction-level lock on (destination, key), held until the sender commits or rolls
 -- back, so that of two senders of one key the second numbers its message only after the first
@@ -297,6 +243,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp 
 DECLARE
     id uuid;
     now_ timestamptz := clock_timestamp();
+    claimed record;
 BEGIN
     -- Refused at once, before any lock: a standby, or a read-only transaction, never sends.
     IF pg_is_in_recovery() THEN
@@ -352,10 +299,12 @@ BEGIN
                                                                           * 1000)::bigint)
                                                            FROM 3)
                                          FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid;
+    SELECT * INTO claimed FROM inbox.claimed_cause();
     INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key,
-                                       headers, payload, payload_bytes)
+                                       headers, payload, payload_bytes, cause_consumer,
+                                       cause_message_id)
     VALUES (nextval('inbox.outbox_ordinal'), now_, now_, id, destination, key, headers, payload,
-            payload_bytes);
+            payload_bytes, claimed.consumer, claimed.message_id);
     -- Delivered at commit only (and once per destination per transaction).
     PERFORM pg_notify('inbox_outbox', destination);
     RETURN id;
@@ -549,8 +498,8 @@ FROM inbox.outbox_messages m;
 COMMENT ON VIEW inbox.outbox IS
     'Every outgoing message without its payload: state pending, leased, delivered or dead; '
     'not_before is the end of its lease, or when it is taken again after a failure.';
--- The relay's lag, database-wide, in one row (one number each to alert on). Not columns of
--- inbox.stats, whose rows are consumers: a message need not have one.
+-- The relay's lag, database-wide, in one row (one number each to alert on); inbox.stats shows it
+-- per consumer whose claims caused the messages.
 CREATE VIEW inbox.outbox_stats AS
 SELECT pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL) AS pending,
        pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL AND m.leased_by IS NOT NULL
@@ -566,6 +515,108 @@ COMMENT ON VIEW inbox.outbox_stats IS
     'The outbox''s lag: messages not yet delivered (pending, leased among them), dead ones, and '
     'the oldest pending one''s send time and age.';
 REVOKE ALL ON inbox.outbox, inbox.outbox_stats FROM PUBLIC;
+
+-- inbox.stats, replaced, not dropped: the grants on the view stay; new columns at the end. The
+-- NULL-consumer row (consumers beyond inbox.max_consumers) carries their evictions too.
+-- The outbox's lag per consumer (outbox_pending, outbox_oldest_pending_age): the undelivered
+-- messages, not dead, that a claim of the consumer caused (inbox.claimed_cause()); those sent
+-- outside any claim are the NULL-consumer row's, so that the column's sum is the database's
+-- (inbox.outbox_stats.pending). The view reads the outbox through inbox.outbox_counts(), as the
+-- table's owner (as marker_counts()), by the partial index of undelivered messages: on Citus, a
+-- statement joining the view with the registry, a reference table, has the local table read
+-- apart, with the reader's privileges. Executable by PUBLIC, it asks for EXECUTE on
+-- inbox.stats_counters() itself, as inbox.stats_counters_1_3() does.
+CREATE FUNCTION inbox.outbox_counts(OUT consumer text, OUT pending bigint,
+                                    OUT oldest_pending_at timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL RESTRICTED ROWS 10
+AS 'MODULE_PATHNAME', 'inbox_outbox_counts';
+COMMENT ON FUNCTION inbox.outbox_counts() IS
+    'Per cause consumer, the outgoing messages not delivered and not dead, and the oldest one''s '
+    'send time; takes EXECUTE on inbox.stats_counters().';
+CREATE OR REPLACE VIEW inbox.stats AS
+WITH counters AS (
+    SELECT k.consumer COLLATE pg_catalog."C" AS consumer, k.applied, k.duplicates,
+           k.last_duplicate_at, k.stats_reset, k.in_progress, k.payload_mismatches, k.poisoned,
+           k.attempts_evicted
+    FROM inbox.stats_counters_1_3() k
+),
+-- At most one row; none without the preload. Its counts are those of untracked consumers.
+database_counters AS (
+    SELECT * FROM counters WHERE consumer IS NULL
+),
+-- Every registered consumer with its markers retained and the oldest (marker_counts.cpp, which
+-- reads the tables as their owner: the view reads no table itself, which a view over Citus
+-- tables could only do with the reader's own privileges on their shards).
+markers AS (
+    SELECT m.consumer COLLATE pg_catalog."C" AS consumer, m.retained, m.oldest_processed_at
+    FROM inbox.marker_counts() m
+),
+outbox AS (
+    SELECT o.consumer COLLATE pg_catalog."C" AS consumer, o.pending,
+           pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_pending_at AS oldest_pending_age
+    FROM inbox.outbox_counts() o
+),
+consumers AS (
+    SELECT m.consumer FROM markers m
+    UNION ALL
+    SELECT k.consumer FROM counters k
+    WHERE k.consumer IS NOT NULL
+      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) k.consumer)
+    UNION ALL
+    SELECT o.consumer FROM outbox o
+    WHERE o.consumer IS NOT NULL
+      AND NOT EXISTS (SELECT FROM markers m WHERE m.consumer OPERATOR(pg_catalog.=) o.consumer)
+      AND NOT EXISTS (SELECT FROM counters k WHERE k.consumer OPERATOR(pg_catalog.=) o.consumer)
+)
+SELECT c.consumer,
+       coalesce(k.applied, untracked.none_counted) AS applied,
+       coalesce(k.duplicates, untracked.none_counted) AS duplicates,
+       coalesce(k.duplicates, untracked.none_counted)::pg_catalog.float8
+           OPERATOR(pg_catalog./) nullif(coalesce(k.applied, untracked.none_counted)
+                    OPERATOR(pg_catalog.+) coalesce(k.duplicates, untracked.none_counted), 0)
+           AS duplicate_rate,
+       coalesce(m.retained, 0::pg_catalog.int8) AS retained,
+       m.oldest_processed_at,
+       k.last_duplicate_at,
+       d.stats_reset,
+       coalesce(k.in_progress, untracked.none_counted) AS in_progress,
+       coalesce(k.payload_mismatches, untracked.none_counted) AS payload_mismatches,
+       coalesce(k.poisoned, untracked.none_counted) AS poisoned,
+       coalesce(k.attempts_evicted, untracked.none_counted) AS attempts_evicted,
+       coalesce(o.pending, 0::pg_catalog.int8) AS outbox_pending,
+       o.oldest_pending_age AS outbox_oldest_pending_age
+FROM consumers c
+LEFT JOIN counters k ON k.consumer OPERATOR(pg_catalog.=) c.consumer
+LEFT JOIN database_counters d ON true
+LEFT JOIN markers m ON m.consumer OPERATOR(pg_catalog.=) c.consumer
+LEFT JOIN outbox o ON o.consumer OPERATOR(pg_catalog.=) c.consumer
+-- A consumer without counters has had no counted claim since stats_reset, unless claims went
+-- to the untracked row: then its numbers are unknown.
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN d.applied OPERATOR(pg_catalog.=) 0 AND d.duplicates OPERATOR(pg_catalog.=) 0
+                 AND d.in_progress OPERATOR(pg_catalog.=) 0
+                 AND d.payload_mismatches OPERATOR(pg_catalog.=) 0
+                 AND d.poisoned OPERATOR(pg_catalog.=) 0
+                 AND d.attempts_evicted OPERATOR(pg_catalog.=) 0
+                THEN 0::pg_catalog.int8 END AS none_counted
+) untracked
+-- The NULL-consumer row: when untracked consumers counted something, or messages sent outside
+-- any claim wait.
+UNION ALL
+SELECT NULL, d.applied, d.duplicates,
+       d.duplicates::pg_catalog.float8
+           OPERATOR(pg_catalog./) nullif(d.applied OPERATOR(pg_catalog.+) d.duplicates, 0),
+       NULL, NULL, d.last_duplicate_at, d.stats_reset, d.in_progress, d.payload_mismatches,
+       d.poisoned, d.attempts_evicted, coalesce(o.pending, 0::pg_catalog.int8),
+       o.oldest_pending_age
+FROM (SELECT) one
+LEFT JOIN database_counters d ON true
+LEFT JOIN outbox o ON o.consumer IS NULL
+WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 0
+   OR d.in_progress OPERATOR(pg_catalog.>) 0 OR d.payload_mismatches OPERATOR(pg_catalog.>) 0
+   OR d.poisoned OPERATOR(pg_catalog.>) 0 OR d.attempts_evicted OPERATOR(pg_catalog.>) 0
+   OR o.pending IS NOT NULL;
 
 -- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer, and
 -- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand); 'consume'

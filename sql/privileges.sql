@@ -57,10 +57,11 @@ SELECT entry, written_by FROM ledger ORDER BY entry;
 SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
 
 -- No PUBLIC grant on any object of the extension but inbox.worker_status_1_2(),
--- inbox.stats_counters_1_3() (below) and the overloads of apply and apply_batch that take fn as
--- text, which call the functions of 1.0 as the caller (regress handler_name: a role without
--- EXECUTE on those is refused), and no SECURITY DEFINER function but the outbox's (SQL,
--- with a fixed search_path: the roles that send or relay never write its table themselves).
+-- inbox.stats_counters_1_3(), inbox.outbox_counts() (below) and the overloads of apply and
+-- apply_batch that take fn as text, which call the functions of 1.0 as the caller (regress
+-- handler_name: a role without EXECUTE on those is refused), and no SECURITY DEFINER function
+-- but the outbox's (SQL, with a fixed search_path: the roles that send or relay never write its
+-- table themselves).
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
 JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
@@ -80,14 +81,16 @@ WHERE pronamespace = 'inbox'::regnamespace AND prosecdef ORDER BY oid::regproced
 SET ROLE regress_inbox_app;
 SELECT count(*) FROM inbox.worker_status_1_2();
 RESET ROLE;
--- So does inbox.stats_counters_1_3(), behind inbox.stats from 1.3 on: EXECUTE on
--- inbox.stats_counters().
+-- So do inbox.stats_counters_1_3() and inbox.outbox_counts(), behind inbox.stats from 1.3 on:
+-- EXECUTE on inbox.stats_counters().
 SET ROLE regress_inbox_app;
 SELECT count(*) FROM inbox.stats_counters_1_3();
+SELECT count(*) FROM inbox.outbox_counts();
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION inbox.stats_counters() TO regress_inbox_app;
 SET ROLE regress_inbox_app;
 SELECT count(*) > 0 AS counters_read FROM inbox.stats_counters_1_3();
+SELECT count(*) >= 0 AS outbox_read FROM inbox.outbox_counts();
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION inbox.stats_counters() FROM regress_inbox_app;
 

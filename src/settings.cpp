@@ -16,6 +16,7 @@ extern "C" {
 #include "settings.hpp"
 
 int purge_retention_s = 30 * 24 * 3600;
+int outbox_retention_s = 7 * 24 * 3600;
 int purge_batch_size = 10000;
 int purge_interval_ms = 60 * 1000;
 bool purge_worker_enabled = true;
@@ -48,36 +49,42 @@ const struct config_enum_entry consumer_registrations[] = {
 constexpr const char* retention_hint =
     "Write a number with its unit: '30d', '720h', '90min' or '3600s'.";
 
-// inbox.retention is text parsed here rather than an integer setting with a unit, because
-// PostgreSQL would take a bare number as seconds (a "30" meant as days would delete almost every
-// marker) and would report '500ms' as "0 s is outside the valid range".
+// inbox.retention and inbox.outbox_retention are text parsed here rather than integer settings
+// with a unit, because PostgreSQL would take a bare number as seconds (a "30" meant as days
+// would delete almost every row) and would report '500ms' as "0 s is outside the valid range".
 bool has_unit(const char* value) {
     const char* end = value + strlen(value);
     while (end > value && isspace(static_cast<unsigned char>(end[-1]))) end--;
     return end > value && isalpha(static_cast<unsigned char>(end[-1]));
 }
 
-bool check_retention(char** newval, void** extra, GucSource source) {
-    int seconds = 0;
-    if (!has_unit(*newval)) {
+// The whole seconds of a retention `value` of the setting `name`, at least one; `kept` says what
+// it keeps.
+bool check_duration(const char* value, const char* name, const char* kept, int* seconds) {
+    if (!has_unit(value)) {
         GUC_check_errdetail("A number without a unit would be read as seconds.");
         GUC_check_errhint("%s", retention_hint);
         return false;
     }
-    if (!parse_int(*newval, &seconds, GUC_UNIT_S, nullptr)) {
+    if (!parse_int(value, seconds, GUC_UNIT_S, nullptr)) {
         GUC_check_errdetail(
-            "inbox.retention is a duration from 1s to 68 years (2147483647s), with a unit: ms, s, "
-            "min, h or d.");
+            "%s is a duration from 1s to 68 years (2147483647s), with a unit: ms, s, min, h or d.",
+            name);
         GUC_check_errhint("%s", retention_hint);
         return false;
     }
-    if (seconds < 1) {
+    if (*seconds < 1) {
         GUC_check_errdetail(
-            "\"%s\" is under one second: markers are kept for whole seconds, 1s at least.",
-            *newval);
+            "\"%s\" is under one second: %s are kept for whole seconds, 1s at least.", value, kept);
         GUC_check_errhint("%s", retention_hint);
         return false;
     }
+    return true;
+}
+
+bool check_retention(char** newval, void** extra, GucSource source) {
+    int seconds = 0;
+    if (!check_duration(*newval, "inbox.retention", "markers", &seconds)) return false;
     // The GUC machinery frees extra itself, with the allocator's counterpart.
     auto* parsed = static_cast<ParsedRetention*>(pg::guc_extra_alloc(sizeof(ParsedRetention)));
     if (parsed == nullptr) {
@@ -129,9 +136,11 @@ void define_safety_settings() {
     // USERSET: DROP EXTENSION needs the extension's owner anyway; this only says "I mean it".
     DefineCustomBoolVariable(
         "inbox.allow_drop_with_markers",
-        "Lets DROP EXTENSION inbox delete the markers when there are any.",
+        "Lets DROP EXTENSION inbox delete the markers, and undelivered outgoing messages, when "
+        "there are any.",
         "Off, every way of dropping the extension (DROP EXTENSION, DROP SCHEMA ... CASCADE, "
-        "DROP OWNED) is refused while markers exist.",
+        "DROP OWNED) is refused while markers exist, and DROP EXTENSION and DROP SCHEMA while "
+        "undelivered outgoing messages do.",
         &allow_drop_with_markers, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     // SUSET: it is a database's policy, which a session of the roles it binds must not lift;
     // superusers set it per database with ALTER DATABASE ... SET. The default keeps 1.1's
@@ -167,6 +176,25 @@ void define_statistics_settings() {
 // current_setting('inbox.outbox_max_attempts', true) and take 10 when it is not set. Defined here
 // so that, with the library loaded (which reserves the prefix), it can be set and is checked.
 int outbox_max_attempts = 10;
+char* outbox_retention_text = nullptr;
+
+bool check_outbox_retention(char** newval, void** extra, GucSource) {
+    int seconds = 0;
+    if (!check_duration(*newval, "inbox.outbox_retention", "delivered messages", &seconds))
+        return false;
+    auto* parsed = static_cast<int*>(pg::guc_extra_alloc(sizeof(int)));
+    if (parsed == nullptr) {
+        GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
+        return false;
+    }
+    *parsed = seconds;
+    *extra = parsed;
+    return true;
+}
+
+void assign_outbox_retention(const char*, void* extra) {
+    outbox_retention_s = *static_cast<const int*>(extra);
+}
 
 void define_outbox_settings() {
     // USERSET: a relay's own sessions may give up sooner or later on the failures they report.
@@ -176,6 +204,15 @@ void define_outbox_settings() {
         "inbox.relay_failed marks a message dead when it has been taken this many times; a dead "
         "message is kept and visible until inbox.relay_release.",
         &outbox_max_attempts, 10, 1, 1000000, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // SUSET, as inbox.retention: a session must not shorten it and delete what operators still
+    // want to look at.
+    DefineCustomStringVariable(
+        "inbox.outbox_retention",
+        "How long a delivered outgoing message is kept after its delivery.",
+        "Delivered messages older than this are deleted by inbox.purge() and the purge workers; "
+        "undelivered and dead ones never are. A duration with its unit, such as 7d.",
+        &outbox_retention_text, "7d", PGC_SUSET, 0, check_outbox_retention, assign_outbox_retention,
+        nullptr);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@ extern int purge_retention_s;
 // Whether the inbox.retention in force is a role's own (ALTER ROLE ... SET), which the purge
 // workers do not follow.
 bool retention_set_for_role();
+// Seconds a delivered outgoing message is kept after delivered_at (inbox.outbox_retention).
+extern int outbox_retention_s;
 // Markers deleted per batch (one transaction each when the purge commits between batches).
 extern int purge_batch_size;
 // Milliseconds between two purge cycles of a database's worker.

@@ -10,6 +10,7 @@ extern "C" {
 #include "utils/memutils.h"
 }
 
+#include "claim/claimed_cause.hpp"
 #include "claim/handler.hpp"
 #include "claim/marker_attempts.hpp"
 #include "claim/pending_claims.hpp"
@@ -71,6 +72,7 @@ bool claim_marker(const MarkerIdentity& identity, bool refuse_poisoned, StoredMa
     }
     bool inserted = insert_claimed_marker(consumer, &stored->key);
     SPI_finish();
+    if (inserted) remember_claim(identity.consumer, identity.message_id);
     return count_claim(identity.consumer, inserted);
 }
 
@@ -116,8 +118,9 @@ void run_handler_noting_failure(Handler* handler, Datum payload, bool payload_is
 // The claim in a database still at 1.0: its attempts are not counted, so no message is refused
 // as poisoned, nor is a handler's failure noted.
 bool claim_marker_1_0(const MarkerIdentity& identity) {
-    return count_claim(identity.consumer,
-                       insert_marker_1_0(identity.consumer, identity.message_id));
+    bool inserted = insert_marker_1_0(identity.consumer, identity.message_id);
+    if (inserted) remember_claim(identity.consumer, identity.message_id);
+    return count_claim(identity.consumer, inserted);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ extern "C" {
 
 #include <algorithm>
 
+#include "claim/claimed_cause.hpp"
 #include "claim/handler.hpp"
 #include "claim/marker_attempts.hpp"
 #include "claim/outcome.hpp"
@@ -157,14 +158,17 @@ Batch read_messages(FunctionCallInfo fcinfo) {
     return batch;
 }
 
-// One message's handler, as the body of its subtransaction.
+// One message's handler, as the body of its subtransaction: what the handler sends has its
+// message as cause, which the subtransaction's rollback forgets (claimed_cause.hpp).
 struct HandlerCall {
     Handler* handler;
+    text* consumer;
     const BatchMessage* message;
 };
 
 void call_handler(void* argument) {
     const auto* call = static_cast<const HandlerCall*>(argument);
+    remember_claim(call->consumer, call->message->id);
     run_handler(call->handler, call->message->payload, call->message->payload_is_null);
 }
 
@@ -203,6 +207,7 @@ PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
     SPI_finish();
 
     int64 inserted = 0, duplicates = 0;
+    const BatchMessage* last_inserted = nullptr;
     for (int i = 0; i < batch.count; i++) {
         const BatchMessage& message = batch.messages[i];
         if (message.first != &message) continue;  // a repeat counts once
@@ -211,10 +216,12 @@ PGDLLEXPORT Datum inbox_claim_batch(PG_FUNCTION_ARGS) {
             continue;
         }
         inserted++;
+        last_inserted = &message;
         Datum value = PointerGetDatum(message.id);
         bool isnull = false;
         tuplestore_putvalues(result->setResult, result->setDesc, &value, &isnull);
     }
+    if (last_inserted != nullptr) remember_claim(consumer_name, last_inserted->id);
     count_claims(consumer_name, inserted, duplicates);
     return (Datum)0;
 }
@@ -261,7 +268,7 @@ PGDLLEXPORT Datum inbox_apply_batch(PG_FUNCTION_ARGS) {
             handler = handler_for_call_site(fcinfo, fn);
             require_runnable(handler, message.payload_is_null);
             // A subtransaction each: an error rolls back this message's work alone.
-            HandlerCall call = {handler, &message};
+            HandlerCall call = {handler, consumer_name, &message};
             ErrorData* error = pg::run_in_subtransaction(call_handler, &call);
             if (error == nullptr) {
                 row->outcome = Outcome::processed;

@@ -14,6 +14,7 @@ extern "C" {
 #include "utils/jsonb.h"
 }
 
+#include "claim/claimed_cause.hpp"
 #include "claim/marker_attempts.hpp"
 #include "claim/outcome.hpp"
 #include "claim/payload_fingerprint.hpp"
@@ -126,6 +127,7 @@ Receipt receive(text* consumer_name, text* message_id, Datum payload, bool has_p
         count_answer(consumer_name, Answer::in_progress);
     } else if (inserted) {
         if (has_payload) keep_fingerprint(consumer.id, &key, fingerprint_of(payload));
+        remember_claim(consumer_name, message_id);
         count_claim(consumer_name, true);
     } else {
         MarkerDetails details;

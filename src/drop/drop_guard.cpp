@@ -1,13 +1,15 @@
 // The event trigger inbox_guard_drop (drop_guard.hpp): DROP EXTENSION inbox (or DROP SCHEMA
-// inbox CASCADE) is refused while markers exist, unless the session says it means it
-// (inbox.allow_drop_with_markers), as TimescaleDB guards its hypertables. Fired at
-// ddl_command_start, before anything is dropped. It fires for DROP OWNED too, where it has
+// inbox CASCADE) is refused while markers or undelivered outgoing messages exist, unless the
+// session says it means it (inbox.allow_drop_with_markers), as TimescaleDB guards its hypertables.
+// Fired at ddl_command_start, before anything is dropped. It fires for DROP OWNED too, where it has
 // nothing to parse: calling it loads the library, so the hook of drop_guard_hook.cpp is in place
 // before the statement drops anything, in a session without shared_preload_libraries as well.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
+#include "catalog/namespace.h"
 #include "executor/spi.h"
+#include "utils/lsyscache.h"
 }
 
 #include "drop/drop_guard.hpp"
@@ -31,6 +33,39 @@ int64 consumers_with_markers() {
     Datum count = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
     SPI_finish();
     return isnull ? 0 : DatumGetInt64(count);
+}
+
+// How many outgoing messages wait for a relay (undelivered, dead ones included): committed work
+// that no other service has received yet. 0 in a database not at 1.3. The partial index of
+// undelivered messages: cheap however many delivered ones are kept.
+int64 undelivered_messages() {
+    Oid schema = get_namespace_oid("inbox", true);
+    if (!OidIsValid(schema) || !OidIsValid(get_relname_relid("outbox_messages", schema))) return 0;
+    pg::spi_connect();
+    int rc = SPI_execute(
+        "SELECT pg_catalog.count(*) FROM inbox.outbox_messages m WHERE m.delivered_at IS NULL",
+        true, 1);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "counting the undelivered outgoing messages failed");
+    bool isnull = true;
+    Datum count = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    SPI_finish();
+    return isnull ? 0 : DatumGetInt64(count);
+}
+
+[[noreturn]] void refuse_drop_with_undelivered(int64 messages) {
+    ereport(ERROR,
+            (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+             errmsg_plural("dropping extension inbox would delete %lld undelivered outgoing "
+                           "message",
+                           "dropping extension inbox would delete %lld undelivered outgoing "
+                           "messages",
+                           static_cast<unsigned long>(messages), static_cast<long long>(messages)),
+             errdetail("Their transactions committed: without them, the services they are for "
+                       "never hear of that work."),
+             errhint("Let a relay deliver them (inbox.outbox_stats shows how many wait), or keep "
+                     "them first (pg_dump includes them). To drop them, SET "
+                     "inbox.allow_drop_with_markers = on and drop again.")));
+    pg_unreachable();
 }
 
 }  // namespace
@@ -61,6 +96,8 @@ PGDLLEXPORT Datum inbox_guard_drop(PG_FUNCTION_ARGS) {
     if (allow_drop_with_markers || !drops_inbox(statement)) PG_RETURN_VOID();
     int64 consumers = consumers_with_markers();
     if (consumers > 0) refuse_drop_with_markers(consumers);
+    int64 messages = undelivered_messages();
+    if (messages > 0) refuse_drop_with_undelivered(messages);
     PG_RETURN_VOID();
 }
 }

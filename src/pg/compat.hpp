@@ -14,6 +14,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "parser/analyze.h"
 #include "rewrite/rewriteManip.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
@@ -61,6 +62,16 @@ inline config_generic* find_setting(const char* name) {
     for (int i = 0; i < GetNumConfigOptions(); i++)
         if (strcmp(settings[i]->name, name) == 0) return settings[i];
     return nullptr;
+#endif
+}
+
+// This backend's number for its current top transaction, never reused within the backend's life
+// (17 moved it into PGPROC.vxid).
+inline LocalTransactionId local_transaction_id() {
+#if PG_VERSION_NUM >= 170000
+    return MyProc->vxid.lxid;
+#else
+    return MyProc->lxid;
 #endif
 }
 

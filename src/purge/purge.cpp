@@ -38,6 +38,7 @@ extern "C" {
 #include "pg/spi.hpp"
 #include "purge/purge.hpp"
 #include "purge/purge_bucket_rows.hpp"
+#include "purge/purge_outbox.hpp"
 #include "settings.hpp"
 #include "store/marker_table.hpp"
 #include "store/marker_time.hpp"
@@ -331,11 +332,32 @@ bool past(TimestampTz deadline) {
 
 enum class BatchEnd { full, exhausted, out_of_time };
 
-// One batch: up to batch_size markers across consumers, in the current transaction, stopping
-// early at the deadline (a walk over many consumers with nothing to delete counts too).
-BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* deleted) {
-    BatchEnd end = BatchEnd::full;
+// What a batch deleted.
+struct BatchCounts {
+    int64 markers;
+    int64 messages;
+};
+
+// The room the markers left in a batch, for delivered outgoing messages past their retention.
+BatchEnd purge_delivered_messages(OutboxCursor* outbox, const PurgeRun* run, int64 room,
+                                  int64* deleted) {
     *deleted = 0;
+    if (room <= 0) return BatchEnd::full;
+    if (past(run->deadline)) return BatchEnd::out_of_time;
+    if (!lock_outbox_for_purge()) return BatchEnd::exhausted;
+    TimestampTz cutoff = run->now - (TimestampTz)outbox_retention_s * USECS_PER_SEC;
+    *deleted = delete_delivered_messages(outbox, cutoff, room);
+    return *deleted == room ? BatchEnd::full : BatchEnd::exhausted;
+}
+
+// One batch: up to batch_size markers across consumers, then delivered outgoing messages, in
+// the current transaction, stopping early at the deadline (a walk over many consumers with
+// nothing to delete counts too).
+BatchEnd purge_one_batch(ConsumerCursor* cursor, OutboxCursor* outbox, const PurgeRun* run,
+                         BatchCounts* counts) {
+    BatchEnd end = BatchEnd::full;
+    int64* deleted = &counts->markers;
+    *counts = {0, 0};
     PushActiveSnapshot(GetTransactionSnapshot());
     pg::spi_connect();
     follow_retention(cursor, run);
@@ -357,6 +379,8 @@ BatchEnd purge_one_batch(ConsumerCursor* cursor, const PurgeRun* run, int64* del
         if (step == Step::consumer_done) cursor->positioned = false;
         if (step == Step::batch_full) break;
     }
+    if (end == BatchEnd::exhausted)
+        end = purge_delivered_messages(outbox, run, run->batch_size - *deleted, &counts->messages);
 
     SPI_finish();
     PopActiveSnapshot();
@@ -380,7 +404,9 @@ void pause_between_batches(long ms) {
 }  // namespace
 
 PurgeProgress purge_expired_markers(const PurgeRun* run) {
-    PurgeProgress progress = {.deleted = 0, .batches = 0, .outcome = PurgeOutcome::finished};
+    PurgeProgress progress = {
+        .deleted = 0, .batches = 0, .outcome = PurgeOutcome::finished, .messages_deleted = 0};
+    OutboxCursor outbox = outbox_cursor_start();
     ConsumerCursor cursor = {.context = AllocSetContextCreate(
                                  TopMemoryContext, "inbox purge cursor", ALLOCSET_SMALL_SIZES),
                              .started = false,
@@ -405,10 +431,11 @@ PurgeProgress purge_expired_markers(const PurgeRun* run) {
                 break;
             }
             TimestampTz batch_start = GetCurrentTimestamp();
-            int64 deleted = 0;
-            BatchEnd end = purge_one_batch(&cursor, run, &deleted);
-            progress.deleted += deleted;
-            if (deleted > 0) progress.batches++;
+            BatchCounts deleted = {0, 0};
+            BatchEnd end = purge_one_batch(&cursor, &outbox, run, &deleted);
+            progress.deleted += deleted.markers;
+            progress.messages_deleted += deleted.messages;
+            if (deleted.markers > 0 || deleted.messages > 0) progress.batches++;
             if (run->after_batch != nullptr) run->after_batch(&progress);
             if (end == BatchEnd::exhausted) break;
             if (end == BatchEnd::out_of_time || past(run->deadline)) {
@@ -458,6 +485,13 @@ void log_purge(const char* purger, const char* database, const PurgeProgress& pr
                     progress.batches == 1 ? "batch" : "batches",
                     TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()),
                     purge_outcome_name(progress.outcome))));
+}
+
+void log_outbox_purge(const char* purger, const char* database, int64 deleted) {
+    if (deleted == 0) return;
+    ereport(purge_log_level,
+            (errmsg("%s of database \"%s\" deleted %lld delivered outgoing %s", purger, database,
+                    static_cast<long long>(deleted), deleted == 1 ? "message" : "messages")));
 }
 
 namespace {
@@ -529,9 +563,11 @@ PGDLLEXPORT Datum inbox_purge(PG_FUNCTION_ARGS) {
     if (progress.outcome == PurgeOutcome::extension_gone)
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table inbox.messages is missing")));
-    if (running_as_pg_cron_job())
-        log_purge("CALL inbox.purge() run by pg_cron", get_database_name(MyDatabaseId), progress,
-                  start);
+    if (running_as_pg_cron_job()) {
+        constexpr const char* purger = "CALL inbox.purge() run by pg_cron";
+        log_purge(purger, get_database_name(MyDatabaseId), progress, start);
+        log_outbox_purge(purger, get_database_name(MyDatabaseId), progress.messages_deleted);
+    }
 
     // Built after the last commit, in the memory of the CALL, which outlives its transactions.
     TupleDesc result_type;

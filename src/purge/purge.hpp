@@ -1,4 +1,6 @@
 // Deleting expired markers in batches: the one loop behind CALL inbox.purge() and the workers.
+// Once no expired marker is left, its batches delete the delivered outgoing messages past
+// inbox.outbox_retention (purge_outbox.hpp).
 #pragma once
 
 extern "C" {
@@ -14,9 +16,10 @@ enum class PurgeOutcome {
 };
 
 struct PurgeProgress {
-    int64 deleted;
-    int64 batches;  // batches that deleted at least one marker
+    int64 deleted;  // markers
+    int64 batches;  // batches that deleted at least one marker or message
     PurgeOutcome outcome;
+    int64 messages_deleted;  // delivered outgoing messages
 };
 
 struct PurgeRun {
@@ -36,9 +39,11 @@ struct PurgeRun {
     void (*after_batch)(const PurgeProgress* progress);
 };
 
-// Deletes expired markers, batch by batch, consumer by consumer, until none is left, the
-// deadline passes, or (unless run->wait_for_turn) another purge is at work. A marker expires
-// when its whole second lies before its consumer's cutoff (marker_time.hpp).
+// Deletes expired markers, batch by batch, consumer by consumer, then delivered outgoing
+// messages, until none is left, the deadline passes, or (unless run->wait_for_turn) another
+// purge is at work. A marker expires when its whole second lies before its consumer's cutoff
+// (marker_time.hpp); a delivered message when it was delivered before now -
+// inbox.outbox_retention.
 PurgeProgress purge_expired_markers(const PurgeRun* run);
 
 const char* purge_outcome_name(PurgeOutcome outcome);
@@ -47,6 +52,11 @@ const char* purge_outcome_name(PurgeOutcome outcome);
 // ("inbox purge worker", a pg_cron job), `start` when it began.
 void log_purge(const char* purger, const char* database, const PurgeProgress& progress,
                TimestampTz start);
+
+// Logs how many delivered outgoing messages a purge of `database` deleted (none: nothing), at
+// inbox.purge_log_level. Apart from the markers, which inbox.purge() returns and inbox.workers
+// counts.
+void log_outbox_purge(const char* purger, const char* database, int64 deleted);
 
 // Whether this node purges the markers of its database: always, except on a worker node of a
 // Citus cluster that distributes them, whose coordinator runs the one purge of the cluster.

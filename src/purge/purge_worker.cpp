@@ -99,8 +99,12 @@ void purge_this_database() {
     CycleTotals cycle = worker_cycle_ends(served_database, progress, database_interval_ms());
     if (cycle.complete && cycle.deleted > 0)
         log_purge(purge_worker_type, served_database_name,
-                  {.deleted = cycle.deleted, .batches = cycle.batches, .outcome = progress.outcome},
+                  {.deleted = cycle.deleted,
+                   .batches = cycle.batches,
+                   .outcome = progress.outcome,
+                   .messages_deleted = 0},
                   cycle.start);
+    log_outbox_purge(purge_worker_type, served_database_name, progress.messages_deleted);
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 

@@ -16,6 +16,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/spi.hpp"
 #include "stats/citus_counters.hpp"
+#include "stats/counters_privilege.hpp"
 #include "stats/stats_table.hpp"
 
 namespace {
@@ -63,22 +64,6 @@ void emit_counter_rows(FunctionCallInfo fcinfo) {
         put_row(result, snapshot.consumers[i].consumer, snapshot.consumers[i].counters,
                 snapshot.counting_since);
     put_row(result, nullptr, snapshot.untracked, snapshot.counting_since);
-}
-
-// Who may read the counters is decided in one place: the EXECUTE privilege on
-// inbox.stats_counters(), which the grants of 1.0 to 1.2 and grant_access(..., 'monitor') give.
-// inbox.stats_counters_1_3(), which the view calls from 1.3 on, is executable by PUBLIC and asks
-// for that privilege itself (as inbox.worker_status_1_2() does): a grant made before the update,
-// or after it by the documented statement, still serves the view.
-void check_counters_privilege() {
-    List* name = list_make2(makeString(pstrdup("inbox")), makeString(pstrdup("stats_counters")));
-    Oid function = LookupFuncName(name, 0, nullptr, false);
-    if (pg::function_aclcheck(function, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("permission denied to read the inbox counters"),
-                        errdetail("Reading them takes EXECUTE on inbox.stats_counters()."),
-                        errhint("GRANT EXECUTE ON FUNCTION inbox.stats_counters() to the role, or "
-                                "SELECT inbox.grant_access(role, 'monitor').")));
 }
 
 }  // namespace

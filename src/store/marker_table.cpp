@@ -104,6 +104,10 @@ bool lock_store_for_purge() {
     return OidIsValid(find_table("messages", RowExclusiveLock));
 }
 
+bool lock_outbox_for_purge() {
+    return OidIsValid(find_table("outbox_messages", RowExclusiveLock));
+}
+
 CallerIdentity become_store_owner(const MarkerStore* store) {
     CallerIdentity caller;
     GetUserIdAndSecContext(&caller.user, &caller.security_context);

@@ -1,0 +1,59 @@
+-- The purge deletes delivered outgoing messages once inbox.outbox_retention has passed since
+-- their delivery; undelivered ones (pending, leased, dead) never, whatever their age.
+DELETE FROM inbox.outbox_messages;
+SHOW inbox.outbox_retention;
+
+-- Messages sent long ago: a UUIDv7 of their send time, as inbox.send makes one.
+CREATE FUNCTION sent_at(sent timestamptz) RETURNS uuid LANGUAGE sql AS $$
+    SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                  PLACING substring(int8send(floor(extract(epoch FROM sent) * 1000)::bigint)
+                                    FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$;
+CREATE PROCEDURE old_message(payload text, sent interval, delivered interval,
+                             leased boolean DEFAULT false, dead boolean DEFAULT false)
+LANGUAGE sql AS $$
+    INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, delivered_at, dead_at,
+                                       leased_by, id, destination, payload)
+    VALUES (nextval('inbox.outbox_ordinal'), now() - sent,
+            CASE WHEN leased THEN now() + interval '1 hour' ELSE now() - sent END,
+            now() - delivered, CASE WHEN dead THEN now() - sent END,
+            CASE WHEN leased THEN 'relay-1' END, sent_at(now() - sent), 'd', to_jsonb(payload))
+$$;
+CALL old_message('delivered 8 days ago', '9 days', '8 days');
+CALL old_message('delivered 8 days ago, too', '8 days 1 hour', '8 days');
+CALL old_message('delivered 2 hours ago', '9 days', '2 hours');
+CALL old_message('pending for 30 days', '30 days', NULL);
+CALL old_message('leased, sent 30 days ago', '30 days', NULL, leased => true);
+CALL old_message('dead, sent 30 days ago', '30 days', NULL, dead => true);
+SELECT inbox.send('d', '"sent now"') IS NOT NULL AS sent;
+SELECT inbox.relay_done(array_agg(id)) AS delivered_now FROM inbox.outbox
+WHERE state = 'pending' AND created_at > now() - interval '1 minute';
+SELECT state, count(*) FROM inbox.outbox GROUP BY 1 ORDER BY 1;
+
+-- The default, 7 days: the messages delivered 8 days ago go, the rest stay. The purge's count
+-- is its markers' (none expired here).
+CALL inbox.purge();
+SELECT payload, state FROM inbox.outbox_messages JOIN inbox.outbox USING (id) ORDER BY ordinal;
+
+-- One hour, in batches of one, committed between batches: the message delivered 2 hours ago
+-- goes too; undelivered messages stay, whatever their age.
+SET inbox.outbox_retention = '1h';
+SET inbox.purge_batch_size = 1;
+CALL old_message('another, delivered 3 hours ago', '9 days', '3 hours');
+CALL inbox.purge();
+SELECT payload, state FROM inbox.outbox_messages JOIN inbox.outbox USING (id) ORDER BY ordinal;
+RESET inbox.purge_batch_size;
+RESET inbox.outbox_retention;
+
+-- The value is a duration with its unit, as inbox.retention; only superusers set it.
+SET inbox.outbox_retention = '7';
+SET inbox.outbox_retention = '500ms';
+CREATE ROLE regress_outbox_retention;
+SET ROLE regress_outbox_retention;
+SET inbox.outbox_retention = '1s';
+RESET ROLE;
+DROP ROLE regress_outbox_retention;
+
+DELETE FROM inbox.outbox_messages;
+DROP PROCEDURE old_message(text, interval, interval, boolean, boolean);
+DROP FUNCTION sent_at(timestamptz);
