@@ -47,7 +47,8 @@ amqp >/dev/null
 # Each side prints its rate in messages per second.
 run_inbox_relay() {
     cluster_psql -c "DELETE FROM inbox.outbox_messages" \
-        -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $messages)" >/dev/null
+        -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $messages)" \
+        >/dev/null
     local started
     started=$(now_s)
     "$relay" --db "$conninfo" --amqp "amqp://guest:guest@127.0.0.1:$rabbitmq_amqp_port/" \
@@ -61,7 +62,8 @@ run_inbox_relay() {
 }
 
 run_hand_relay() {
-    cluster_psql -c "INSERT INTO bench_outbox (payload) SELECT '$payload' FROM generate_series(1, $messages)" >/dev/null
+    cluster_psql -c "INSERT INTO bench_outbox (payload)
+                     SELECT '$payload' FROM generate_series(1, $messages)" >/dev/null
     local started
     started=$(now_s)
     "$baselines" hand-relay "$conninfo" "$rabbitmq_amqp_port" bench "$batch"
@@ -75,7 +77,8 @@ run_broker_limit() {
     awk -v n="$messages" -v t="$(now_s)" -v s="$started" 'BEGIN { printf "%d\n", n / (t - s) }'
 }
 
-echo "PostgreSQL $(sql postgres 'SHOW server_version'), RabbitMQ $(rabbitmq_ctl version 2>/dev/null || echo '?'):" \
+echo "PostgreSQL $(sql postgres 'SHOW server_version')," \
+    "RabbitMQ $(rabbitmq_ctl version 2>/dev/null || echo '?'):" \
     "$messages messages, batches of $batch, $rounds rounds"
 declare -a vs_hand vs_broker
 for round in $(seq "$rounds"); do
@@ -86,7 +89,8 @@ for round in $(seq "$rounds"); do
     broker_rate=$(run_broker_limit)
     amqp >/dev/null
     [ "$published" = "$messages" ] && [ "$hand_published" = "$messages" ] ||
-        { echo "round $round: the queue got $published and $hand_published, not $messages"; exit 1; }
+        { echo "round $round: the queue got $published and $hand_published, not $messages"
+          exit 1; }
     vs_hand+=("$(ratio "$relay_rate" "$hand_rate")")
     vs_broker+=("$(ratio "$relay_rate" "$broker_rate")")
     echo "round $round: inbox-relay $relay_rate/s, hand-written $hand_rate/s, broker limit" \
