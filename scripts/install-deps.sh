@@ -3,8 +3,9 @@
 #   scripts/install-deps.sh [demo|test]
 # demo: what building and installing the extension and `make demo` need (PostgreSQL 15, its
 # server headers, a C++ compiler, and the libraries of inbox-relay). test (the default,
-# `make deps`): that and everything the test suites need (`make test`): CMake and GoogleTest, pg_cron, pgTAP, IPC::Run, sqlsmith, RabbitMQ,
-# Prometheus's promtool, the examples' clients, mmdebstrap for the other majors' chroots.
+# `make deps`): that and everything the test suites need (`make test`): CMake and GoogleTest,
+# pg_cron, pgTAP, IPC::Run, sqlsmith, RabbitMQ, Prometheus's promtool, the examples' clients,
+# mmdebstrap for the other majors' chroots.
 # Does nothing when they are all present, so it is cheap to run before every build. apt's output
 # goes to a log file, shown when apt fails.
 set -euo pipefail
