@@ -29,11 +29,11 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 # What the tests leave beyond PGXS's own list (results/, regression.*, log/, output_iso/,
 # tmp_check/, tmp_check_iso/): the regress instance, and the CMake builds of lint and unit.
-EXTRA_CLEAN = tmp_check_regress/ build/ $(OBJS:.o=.d)
+EXTRA_CLEAN = tmp_check_regress/ build/ $(OBJS:.o=.d) $(RELAY)
 
 PG_CONFIG ?= pg_config
 
-all:
+all: $(RELAY)
 
 sql/inbox--1.2.sql: sql/inbox--1.1.sql sql/inbox--1.1--1.2.sql
 	cat $^ > $@
@@ -51,6 +51,23 @@ SHLIB_LINK = -lstdc++
 # The LLVM bitcode step would compile our C++ with clang and PostgreSQL's C flags; JIT
 # inlining of these functions buys nothing, so it is off.
 override with_llvm = no
+
+# inbox-relay, the program that publishes the outbox (src/relay, docs/outbox.md): a client of
+# libpq, rabbitmq-c and libcurl, never linked into the library. PGXS builds one MODULE_big or one
+# PROGRAM, not both: its rules are here, and `install` gets one more prerequisite.
+RELAY = src/relay/inbox-relay
+RELAY_SOURCES = $(wildcard src/relay/*.cpp)
+RELAY_CXXFLAGS = -std=c++20 -Wall -Wextra -Werror -O2 -g -Isrc \
+	-isystem $(shell $(PG_CONFIG) --includedir)
+RELAY_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq -lrabbitmq -lcurl
+
+$(RELAY): $(RELAY_SOURCES) $(wildcard src/relay/*.hpp)
+	$(CXX) $(RELAY_CXXFLAGS) $(RELAY_SOURCES) $(LDFLAGS) $(RELAY_LIBS) -o $@
+
+install: install-relay
+install-relay: $(RELAY)
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
+	$(INSTALL_PROGRAM) $(RELAY) '$(DESTDIR)$(bindir)/'
 
 # On a fresh machine pg_config arrives with `make deps`; demo and test re-invoke make after it.
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
@@ -73,6 +90,7 @@ all install compile-flags:
 	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
 endif
 
+.PHONY: install-relay
 .PHONY: deps demo test test-upgrade format format-check lint dist deb test-package compile-flags
 
 # Installs the Debian packages the build and the tests need (no-op when present).
@@ -114,11 +132,13 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(CXX_FILES)
 
-# clang-tidy checks the compile of PGXS (`make compile-flags`); clang's front end only does not
-# know some of GCC's spellings in PostgreSQL's CXXFLAGS (-Wimplicit-fallthrough=3).
+# clang-tidy checks the compile of PGXS (`make compile-flags`), and inbox-relay's; clang's
+# front end only does not know some of GCC's spellings in PostgreSQL's CXXFLAGS
+# (-Wimplicit-fallthrough=3).
 lint:
 	cmake -S . -B build/lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DPG_CONFIG=$(PG_CONFIG) >/dev/null
-	clang-tidy -p build/lint --quiet --extra-arg=-Wno-unknown-warning-option $(INBOX_SOURCES) 2>&1 | \
+	clang-tidy -p build/lint --quiet --extra-arg=-Wno-unknown-warning-option $(INBOX_SOURCES) \
+		$(RELAY_SOURCES) 2>&1 | \
 		{ ! grep -E 'error|warning:'; }
 
 # The release archive for PGXN, as pgvector and pg_cron make it: the committed tree at HEAD

@@ -16,7 +16,9 @@ src = os.path.join(root, "src")
 
 # From the bottom up; the folders of one layer do not include each other.
 LAYERS = [
-    ["pg"],  # PostgreSQL's APIs as the extension uses them
+    # PostgreSQL's APIs as the extension uses them; and inbox-relay, a program of its own (never
+    # linked into the library) that includes nothing of the library's
+    ["pg", "relay"],
     ["settings"],  # the inbox.* settings (src/settings.*)
     ["store"],  # the markers, their details and the consumer registry, as tables
     ["stats"],  # what shared memory counts: claims, failed attempts; and what shows it

@@ -2,15 +2,18 @@
 # Installs the Debian 12 packages of one set, those missing only, quietly:
 #   scripts/install-deps.sh [demo|test]
 # demo: what building and installing the extension and `make demo` need (PostgreSQL 15, its
-# server headers, a C++ compiler). test (the default, `make deps`): that and everything the test
-# suites need (`make test`): CMake and GoogleTest, pg_cron, pgTAP, IPC::Run, sqlsmith, RabbitMQ,
-# Prometheus's promtool, the examples' clients, mmdebstrap for the other majors' chroots.
+# server headers, a C++ compiler, and the libraries of inbox-relay). test (the default,
+# `make deps`): that and everything the test suites need (`make test`): CMake and GoogleTest,
+# pg_cron, pgTAP, IPC::Run, sqlsmith, RabbitMQ, Prometheus's promtool, the examples' clients,
+# mmdebstrap for the other majors' chroots.
 # Does nothing when they are all present, so it is cheap to run before every build. apt's output
 # goes to a log file, shown when apt fails.
 set -euo pipefail
 
 set_name=${1:-test}
-demo_packages=(build-essential postgresql-15 postgresql-server-dev-15)
+# make builds inbox-relay too: libpq, rabbitmq-c and libcurl.
+demo_packages=(build-essential postgresql-15 postgresql-server-dev-15 libpq-dev librabbitmq-dev
+    libcurl4-openssl-dev)
 case $set_name in
 demo)
     purpose="the demo needs"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
 #   test/run.sh [SUITE ...]     (default: all of them)
-# SUITE: style lint unit regress isolation pgtap tap citus broker examples docs
+# SUITE: style lint unit regress isolation pgtap tap citus broker relay examples docs
 # A suite whose requisites are not installed (Citus; pgTAP for a new major) says so and is
 # reported as skipped.
 # A subset of regress, isolation or tap: REGRESS=purge test/run.sh regress (see pgxs_installcheck).
@@ -29,7 +29,7 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 tested_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap citus broker examples docs)
+((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap citus broker relay examples docs)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -135,6 +135,13 @@ run_broker() {
     as_cluster_user psql -h "$socket_dir" -U postgres -d postgres -qc 'CREATE DATABASE inbox_broker' &&
         PGHOST=$socket_dir PGUSER=postgres PGDATABASE=inbox_broker \
             "$source_dir/test/broker/run.sh" "$work/broker"
+}
+
+# inbox-relay, as installed with the extension, publishing to a private RabbitMQ node and to
+# an HTTP endpoint through kill -9, restarts of PostgreSQL and RabbitMQ, and SIGTERM; with a
+# cluster of its own, which it restarts (test/relay).
+run_relay() {
+    "$source_dir/test/relay/run.sh" "$work/relay" "$pg_bindir"
 }
 
 # The consumers of examples/, each against a fresh database (test/examples).

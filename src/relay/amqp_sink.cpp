@@ -1,0 +1,283 @@
+#include "relay/amqp_sink.hpp"
+
+#include <amqp_tcp_socket.h>
+#include <sys/time.h>
+
+#include <map>
+#include <stdexcept>
+
+namespace inbox_relay {
+namespace {
+
+constexpr amqp_channel_t channel = 1;
+constexpr int confirm_timeout_seconds = 30;
+
+amqp_bytes_t bytes_of(const std::string& text) {
+    return amqp_bytes_t{.len = text.size(), .bytes = const_cast<char*>(text.data())};
+}
+
+std::string text_of(amqp_bytes_t bytes) {
+    return std::string(static_cast<const char*>(bytes.bytes), bytes.len);
+}
+
+}  // namespace
+
+AmqpSink::AmqpSink(const std::string& url) {
+    // amqp_parse_url points into the buffer it is given, and writes into it.
+    std::string buffer = url;
+    amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(buffer.data(), &info) != AMQP_STATUS_OK) {
+        throw std::invalid_argument("--amqp: '" + url +
+                                    "' is not amqp://user:password@host:port/vhost");
+    }
+    if (info.ssl != 0) {
+        throw std::invalid_argument("--amqp: amqps:// (TLS) is not supported yet; use amqp://");
+    }
+    host_ = info.host;
+    port_ = info.port;
+    user_ = info.user;
+    password_ = info.password;
+    // "amqp://host/" names the vhost "" by the URI spec, which no broker has: it means "/", as
+    // most clients take it.
+    vhost_ = *info.vhost != '\0' ? info.vhost : "/";
+}
+
+AmqpSink::~AmqpSink() {
+    disconnect();
+}
+
+std::string AmqpSink::describe() const {
+    return "amqp://" + user_ + "@" + host_ + ":" + std::to_string(port_) + "/" +
+           (vhost_ == "/" ? "" : vhost_);
+}
+
+void AmqpSink::connect() {
+    disconnect();
+    connection_ = amqp_new_connection();
+    amqp_socket_t* socket = amqp_tcp_socket_new(connection_);
+    if (socket == nullptr) {
+        disconnect();
+        throw SinkError("could not create a socket");
+    }
+    timeval timeout{.tv_sec = 5, .tv_usec = 0};
+    if (int status = amqp_socket_open_noblock(socket, host_.c_str(), port_, &timeout);
+        status != AMQP_STATUS_OK) {
+        disconnect();
+        throw SinkError(std::string("cannot connect: ") + amqp_error_string2(status));
+    }
+    // No heartbeats: rabbitmq-c serves them only inside its calls, and an idle relay makes none;
+    // a dead connection shows at the next publication, whose messages are then retried.
+    std::string error =
+        reply_error(amqp_login(connection_, vhost_.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
+                               user_.c_str(), password_.c_str()));
+    if (!error.empty()) {
+        disconnect();
+        throw SinkError("login refused: " + error);
+    }
+    open_channel();
+}
+
+void AmqpSink::open_channel() {
+    amqp_channel_open(connection_, channel);
+    std::string error = reply_error(amqp_get_rpc_reply(connection_));
+    if (error.empty()) {
+        amqp_confirm_select(connection_, channel);
+        error = reply_error(amqp_get_rpc_reply(connection_));
+    }
+    if (!error.empty()) {
+        disconnect();
+        throw SinkError("cannot open a channel with publisher confirms: " + error);
+    }
+    channel_open_ = true;
+    next_delivery_tag_ = 1;
+}
+
+void AmqpSink::disconnect() {
+    if (connection_ != nullptr) {
+        amqp_destroy_connection(connection_);
+        connection_ = nullptr;
+    }
+    channel_open_ = false;
+    known_exchanges_.clear();
+}
+
+std::string AmqpSink::reply_error(amqp_rpc_reply_t reply) {
+    switch (reply.reply_type) {
+        case AMQP_RESPONSE_NORMAL:
+            return "";
+        case AMQP_RESPONSE_NONE:
+            return "no reply from the broker";
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+            return amqp_error_string2(reply.library_error);
+        case AMQP_RESPONSE_SERVER_EXCEPTION:
+            break;
+    }
+    if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+        amqp_channel_close_ok_t close_ok{};
+        amqp_send_method(connection_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok);
+        channel_open_ = false;
+        return std::to_string(close->reply_code) + " " + text_of(close->reply_text);
+    }
+    if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+        amqp_connection_close_ok_t close_ok{};
+        amqp_send_method(connection_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &close_ok);
+        return std::to_string(close->reply_code) + " " + text_of(close->reply_text);
+    }
+    return "unexpected reply from the broker";
+}
+
+std::string AmqpSink::exchange_error(const std::string& exchange) {
+    if (known_exchanges_.contains(exchange)) {
+        return "";
+    }
+    amqp_exchange_declare(connection_, channel, bytes_of(exchange), amqp_cstring_bytes("direct"), 1,
+                          0, 0, 0, amqp_empty_table);
+    amqp_rpc_reply_t reply = amqp_get_rpc_reply(connection_);
+    std::string error = reply_error(reply);
+    if (error.empty()) {
+        known_exchanges_.insert(exchange);
+    } else if (reply.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
+               reply.reply.id != AMQP_CHANNEL_CLOSE_METHOD) {
+        disconnect();
+        throw SinkError(error);
+    } else {
+        // A missing exchange closes the channel: open another for the rest of the batch.
+        open_channel();
+    }
+    return error;
+}
+
+bool AmqpSink::publish_one(const OutboxMessage& message) {
+    std::vector<amqp_table_entry_t> headers(message.headers.size());
+    for (size_t i = 0; i < headers.size(); ++i) {
+        headers[i].key = bytes_of(message.headers[i].first);
+        headers[i].value.kind = AMQP_FIELD_KIND_UTF8;
+        headers[i].value.value.bytes = bytes_of(message.headers[i].second);
+    }
+    amqp_basic_properties_t properties{};
+    properties._flags =
+        AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG;
+    properties.content_type = amqp_cstring_bytes(message.content_type());
+    properties.delivery_mode = AMQP_DELIVERY_PERSISTENT;
+    properties.message_id = bytes_of(message.id);
+    if (!headers.empty()) {
+        properties._flags |= AMQP_BASIC_HEADERS_FLAG;
+        properties.headers.num_entries = static_cast<int>(headers.size());
+        properties.headers.entries = headers.data();
+    }
+    static const std::string no_key;
+    return amqp_basic_publish(connection_, channel, bytes_of(message.destination),
+                              bytes_of(message.key.value_or(no_key)), 0, 0, &properties,
+                              bytes_of(message.payload)) == AMQP_STATUS_OK;
+}
+
+std::vector<PublishOutcome> AmqpSink::publish(const std::vector<OutboxMessage>& batch) {
+    std::vector<PublishOutcome> outcomes(batch.size(),
+                                         PublishOutcome{Delivery::unsent, "not connected"});
+    std::map<std::string, std::string> missing_exchanges;
+    try {
+        for (const OutboxMessage& message : batch) {
+            if (!missing_exchanges.contains(message.destination)) {
+                if (std::string error = exchange_error(message.destination); !error.empty()) {
+                    missing_exchanges[message.destination] = error;
+                }
+            }
+        }
+    } catch (const SinkError& error) {
+        for (PublishOutcome& outcome : outcomes) {
+            outcome.error = error.what();
+        }
+        return outcomes;
+    }
+    std::vector<size_t> published;  // the batch's indexes, in delivery tag order
+    uint64_t first_tag = next_delivery_tag_;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        if (auto missing = missing_exchanges.find(batch[i].destination);
+            missing != missing_exchanges.end()) {
+            outcomes[i] = {Delivery::refused,
+                           "exchange " + missing->first + ": " + missing->second};
+        } else if (publish_one(batch[i])) {
+            published.push_back(i);
+            ++next_delivery_tag_;
+        } else {
+            // Nothing published on this connection will be confirmed now.
+            disconnect();
+            for (PublishOutcome& outcome : outcomes) {
+                if (outcome.delivery == Delivery::unsent) {
+                    outcome.error = "connection lost while publishing";
+                }
+            }
+            return outcomes;
+        }
+    }
+    await_confirms(published, first_tag, outcomes);
+    return outcomes;
+}
+
+void AmqpSink::await_confirms(const std::vector<size_t>& published, uint64_t first_tag,
+                              std::vector<PublishOutcome>& outcomes) {
+    size_t settled_below = 0;  // every publication before this position has its answer
+    size_t awaited = published.size();
+    // A confirm settles one delivery tag, or every tag up to it when it says "multiple".
+    auto settle = [&](uint64_t tag, bool multiple, const PublishOutcome& answer) {
+        size_t position = tag - first_tag;
+        for (size_t p = multiple ? settled_below : position; p <= position && p < published.size();
+             ++p) {
+            if (outcomes[published[p]].delivery == Delivery::unsent) {
+                outcomes[published[p]] = answer;
+                --awaited;
+            }
+        }
+        while (settled_below < published.size() &&
+               outcomes[published[settled_below]].delivery != Delivery::unsent) {
+            ++settled_below;
+        }
+    };
+    std::string lost;
+    while (awaited > 0 && lost.empty()) {
+        amqp_maybe_release_buffers(connection_);
+        amqp_frame_t frame;
+        timeval timeout{.tv_sec = confirm_timeout_seconds, .tv_usec = 0};
+        int status = amqp_simple_wait_frame_noblock(connection_, &frame, &timeout);
+        if (status != AMQP_STATUS_OK) {
+            lost = status == AMQP_STATUS_TIMEOUT
+                       ? "no confirm from the broker in " +
+                             std::to_string(confirm_timeout_seconds) + " s"
+                       : amqp_error_string2(status);
+            break;
+        }
+        if (frame.frame_type != AMQP_FRAME_METHOD) {
+            continue;
+        }
+        const amqp_method_t& method = frame.payload.method;
+        if (method.id == AMQP_BASIC_ACK_METHOD) {
+            const auto* ack = static_cast<const amqp_basic_ack_t*>(method.decoded);
+            settle(ack->delivery_tag, ack->multiple != 0, {Delivery::confirmed, ""});
+        } else if (method.id == AMQP_BASIC_NACK_METHOD) {
+            const auto* nack = static_cast<const amqp_basic_nack_t*>(method.decoded);
+            settle(nack->delivery_tag, nack->multiple != 0,
+                   {Delivery::refused, "the broker refused it (basic.nack)"});
+        } else if (method.id == AMQP_CHANNEL_CLOSE_METHOD ||
+                   method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            amqp_rpc_reply_t reply{};
+            reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
+            reply.reply = method;
+            lost = "closed by the broker: " + reply_error(reply);
+        }
+    }
+    if (lost.empty()) {
+        return;
+    }
+    // Which of the rest reached a queue is unknown: they go out again.
+    disconnect();
+    for (size_t index : published) {
+        if (outcomes[index].delivery == Delivery::unsent) {
+            outcomes[index].error = lost;
+        }
+    }
+}
+
+}  // namespace inbox_relay

@@ -1,0 +1,55 @@
+// Publishes to RabbitMQ (AMQP 0-9-1, rabbitmq-c) with publisher confirms: exchange = the
+// destination, routing key = the key ("" without one), persistent, message_id = the outbox id.
+// A message is confirmed only when the broker acked it.
+#pragma once
+
+#include <amqp.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "relay/sink.hpp"
+
+namespace inbox_relay {
+
+class AmqpSink : public Sink {
+  public:
+    // Throws std::invalid_argument when the URL is not amqp://user:password@host:port/vhost.
+    explicit AmqpSink(const std::string& url);
+    ~AmqpSink() override;
+    AmqpSink(const AmqpSink&) = delete;
+    AmqpSink& operator=(const AmqpSink&) = delete;
+
+    bool connected() const override { return connection_ != nullptr; }
+    void connect() override;
+    std::string describe() const override;
+    std::vector<PublishOutcome> publish(const std::vector<OutboxMessage>& batch) override;
+
+  private:
+    void open_channel();
+    void disconnect();
+    // The error an RPC reply carries, or "" when it succeeded. A channel.close or
+    // connection.close from the broker is answered with its close-ok, as the protocol asks.
+    std::string reply_error(amqp_rpc_reply_t reply);
+    // "" when the exchange exists (asked once per connection with a passive exchange.declare,
+    // before the batch is published, so that no confirm arrives in the middle of the RPC), or
+    // why not.
+    std::string exchange_error(const std::string& exchange);
+    bool publish_one(const OutboxMessage& message);
+    void await_confirms(const std::vector<size_t>& published, uint64_t first_tag,
+                        std::vector<PublishOutcome>& outcomes);
+
+    std::string host_;
+    int port_ = 5672;
+    std::string user_;
+    std::string password_;
+    std::string vhost_;
+    amqp_connection_state_t connection_ = nullptr;
+    bool channel_open_ = false;
+    uint64_t next_delivery_tag_ = 1;  // confirms number the channel's publications from 1
+    std::set<std::string> known_exchanges_;
+};
+
+}  // namespace inbox_relay

@@ -1,0 +1,38 @@
+// POSTs each message to an HTTP endpoint (libcurl): URL + "/" + the destination, the body the
+// payload, the id in Idempotency-Key and Inbox-Message-Id, the headers as Inbox-Header-<name>.
+// A 2xx answer confirms; any other status, or a transport error, refuses.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <string>
+#include <vector>
+
+#include "relay/sink.hpp"
+
+namespace inbox_relay {
+
+class HttpSink : public Sink {
+  public:
+    // Throws std::invalid_argument unless the URL is http:// or https://.
+    explicit HttpSink(const std::string& url);
+    ~HttpSink() override;
+    HttpSink(const HttpSink&) = delete;
+    HttpSink& operator=(const HttpSink&) = delete;
+
+    // HTTP has no connection to hold: "connected" until a transport error, so that the relay
+    // backs off before it takes the next batch for an endpoint that does not answer.
+    bool connected() const override { return reachable_; }
+    void connect() override { reachable_ = true; }
+    std::string describe() const override { return base_url_ + "/<destination>"; }
+    std::vector<PublishOutcome> publish(const std::vector<OutboxMessage>& batch) override;
+
+  private:
+    PublishOutcome post(const OutboxMessage& message);
+
+    std::string base_url_;  // without a trailing slash
+    CURL* curl_ = nullptr;  // one handle: its connections are kept alive between requests
+    bool reachable_ = false;
+};
+
+}  // namespace inbox_relay

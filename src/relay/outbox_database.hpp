@@ -1,0 +1,65 @@
+// The relay's side of the database: one libpq connection that listens on inbox_outbox, takes
+// batches with inbox.relay_take and settles them with relay_done and relay_failed, each
+// statement its own short READ COMMITTED transaction.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "relay/outbox_message.hpp"
+
+namespace inbox_relay {
+
+// The connection failed or a statement did: the caller drops the connection and reconnects.
+class DatabaseError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// What inbox.outbox_stats says of the relays' lag.
+struct OutboxLag {
+    long long pending = 0;
+    double oldest_pending_seconds = 0;
+};
+
+class OutboxDatabase {
+  public:
+    OutboxDatabase(std::string conninfo, std::string relay_name);
+    ~OutboxDatabase();
+    OutboxDatabase(const OutboxDatabase&) = delete;
+    OutboxDatabase& operator=(const OutboxDatabase&) = delete;
+
+    bool connected() const { return connection_ != nullptr; }
+    // Connects and listens; throws DatabaseError.
+    void connect();
+    void disconnect();
+    // "host=... dbname=... user=...", to say where the relay is connected.
+    std::string describe() const;
+
+    // destinations empty: every destination.
+    std::vector<OutboxMessage> take(int max_messages, double lease_seconds,
+                                    const std::vector<std::string>& destinations);
+    void mark_done(const std::vector<std::string>& ids);
+    void mark_failed(const std::vector<std::string>& ids, const std::string& error,
+                     double retry_after_seconds);
+    // The lag, or nothing when the role may not read inbox.outbox_stats (no 'monitor' access).
+    std::optional<OutboxLag> read_lag();
+
+    // Waits until a notification arrives, the stop signal is raised, or the timeout passes.
+    void wait_for_notification(double timeout_seconds);
+
+  private:
+    PGresult* execute(const char* statement, const std::vector<const char*>& parameters);
+    // True when a notification came in since the last call (they are read and dropped).
+    bool drain_notifications();
+
+    std::string conninfo_;
+    std::string relay_name_;
+    PGconn* connection_ = nullptr;
+};
+
+}  // namespace inbox_relay

@@ -1,0 +1,484 @@
+#!/usr/bin/python3
+"""inbox-relay end to end: the outbox published to RabbitMQ and to an HTTP endpoint.
+
+    relay_test.py --relay PATH --pghost DIR --amqp-port PORT --work DIR     (test/relay/run.sh)
+
+A producer commits a few thousand messages with inbox.send and send_bytes (over several keys and
+destinations, some without a key, with headers), and rolls some transactions back; two relays
+publish them side by side, while the test injects faults, each while messages are pending:
+  1. kill -9 of one relay, restarted at once (its leases expire; the others go on);
+  2. an immediate restart of PostgreSQL (pg_ctl -m immediate restart);
+  3. a restart of the RabbitMQ application (rabbitmqctl stop_app, start_app);
+  4. SIGTERM of one relay: it must exit 0 and leave no message leased by it.
+A message whose exchange does not exist is refused and retried (its attempts grow) until the
+exchange is made; then it is delivered. The queues are read at the end. Asserted: every committed
+message arrived at least once with message_id = its outbox id, its payload, content type,
+persistence and headers; no rolled-back one arrived; within each key the first arrivals are in
+commit order; every message is `delivered` in inbox.outbox.
+Then the HTTP sink against a recording endpoint that answers 500 to the first request of some
+messages: every id arrives in Idempotency-Key, a 500 is retried and then done.
+"""
+
+import argparse
+import collections
+import http.server
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pika
+import psycopg
+from psycopg.types.json import Jsonb
+
+DEADLINE_SECONDS = 110  # the whole run; the suite must stay under two minutes
+DATABASE = "relay_test"
+RELAY_ROLE = "outbox_relay"
+DESTINATIONS = ("orders", "payments")
+MISSING_EXCHANGE = "not_declared_yet"
+KEYS_PER_DESTINATION = 20
+KEYLESS_SHARE = 0.2
+BYTES_SHARE = 0.05
+ROLLED_BACK_SHARE = 0.1
+# Short leases and retries, so that the faults are recovered from in seconds.
+RELAY_OPTIONS = ["--batch", "50", "--lease", "3", "--retry-after", "0.3", "--poll", "0.5"]
+PRODUCED_FIRST = 1200  # in transactions of 1 to 5 messages, while the relays run
+PRODUCED_PER_FAULT = 800  # in one transaction, before each fault
+FAULT_AFTER = 150  # deliveries after that commit, then the fault
+HTTP_MESSAGES = 60
+HTTP_REFUSED_FIRST = 10  # messages whose first request the endpoint answers with 500
+
+deadline = time.monotonic() + DEADLINE_SECONDS
+
+
+def fail(message):
+    print(f"FAILED: {message}", flush=True)
+    raise SystemExit(1)
+
+
+def wait_for(what, predicate):
+    while not predicate():
+        if time.monotonic() > deadline:
+            fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Database:
+    """The test's own connection, which survives the server's restart: a query that meets a
+    broken connection reconnects and runs again."""
+
+    def __init__(self, pghost):
+        self.conninfo = f"host={pghost} user=postgres dbname={DATABASE}"
+        self.connection = None
+
+    def query(self, statement, parameters=()):
+        while True:
+            try:
+                if self.connection is None or self.connection.closed:
+                    self.connection = psycopg.connect(self.conninfo, autocommit=True)
+                cursor = self.connection.execute(statement, parameters)
+                return cursor.fetchall() if cursor.description else []
+            except psycopg.OperationalError:
+                self.connection = None
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def delivered(self):
+        return self.query("SELECT count(*) FROM inbox.outbox WHERE state = 'delivered'")[0][0]
+
+
+class Relay:
+    """One inbox-relay process, its output appended to WORK/NAME.log."""
+
+    def __init__(self, args, name, sink):
+        self.name = name
+        self.command = [args.relay, "--db", f"host={args.pghost} user={RELAY_ROLE} "
+                        f"dbname={DATABASE}", "--name", name, *sink, *RELAY_OPTIONS]
+        self.log_path = os.path.join(args.work, f"{name}.log")
+        self.process = None
+
+    def start(self):
+        with open(self.log_path, "a") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop(self, signal_number):
+        self.process.send_signal(signal_number)
+        return self.process.wait(timeout=max(1, deadline - time.monotonic()))
+
+    def lines(self):
+        with open(self.log_path) as log:
+            return log.read().splitlines()
+
+
+class Producer:
+    """Sends messages with inbox.send / send_bytes, and remembers what committed."""
+
+    def __init__(self, pghost, rng):
+        self.conninfo = f"host={pghost} user=postgres dbname={DATABASE}"
+        self.connection = psycopg.connect(self.conninfo)
+        self.rng = rng
+        self.counter = 0
+        self.committed = {}  # id -> (destination, key, payload, headers)
+        self.rolled_back = set()
+        self.key_order = collections.defaultdict(list)  # (destination, key) -> ids, commit order
+
+    def reconnect(self):
+        """After the server's restart."""
+        self.connection = psycopg.connect(self.conninfo)
+
+    def message(self, destination=None):
+        self.counter += 1
+        destination = destination or self.rng.choice(DESTINATIONS)
+        key = (None if self.rng.random() < KEYLESS_SHARE
+               else f"key-{self.rng.randrange(KEYS_PER_DESTINATION)}")
+        if self.rng.random() < BYTES_SHARE:
+            payload = bytes([0, 255]) + self.rng.randbytes(16) + self.counter.to_bytes(4, "big")
+        else:
+            payload = {"n": self.counter, "key": key, "text": 'ünï "quoted" \\ ,:'}
+        headers = ({"source": "relay-test", "n": self.counter, "urgent": self.counter % 2 == 0}
+                   if self.counter % 3 else None)
+        return destination, key, payload, headers
+
+    def transaction(self, messages, commit):
+        sent = []
+        with self.connection.cursor() as cursor:
+            for destination, key, payload, headers in messages:
+                function = "send_bytes" if isinstance(payload, bytes) else "send"
+                value = payload if isinstance(payload, bytes) else Jsonb(payload)
+                cursor.execute(f"SELECT inbox.{function}(%s, %s, %s, %s)",
+                               (destination, value, key, Jsonb(headers) if headers else None))
+                sent.append((str(cursor.fetchone()[0]), (destination, key, payload, headers)))
+        if commit:
+            self.connection.commit()
+            for message_id, message in sent:
+                self.committed[message_id] = message
+                if message[1] is not None:
+                    self.key_order[(message[0], message[1])].append(message_id)
+        else:
+            self.connection.rollback()
+            self.rolled_back.update(message_id for message_id, _ in sent)
+        return [message_id for message_id, _ in sent]
+
+    def many_transactions(self, count):
+        """About count messages, 1 to 5 per transaction, some of them rolled back."""
+        sent = 0
+        while sent < count:
+            size = self.rng.randint(1, 5)
+            self.transaction([self.message() for _ in range(size)],
+                             commit=self.rng.random() >= ROLLED_BACK_SHARE)
+            sent += size
+
+    def one_transaction(self, count):
+        return self.transaction([self.message() for _ in range(count)], commit=True)
+
+
+def set_up(args):
+    with psycopg.connect(f"host={args.pghost} user=postgres dbname=postgres",
+                         autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {DATABASE}")
+    db = Database(args.pghost)
+    db.query("CREATE EXTENSION inbox")
+    # The relay runs with the least it needs: 'relay', and 'monitor' for the lag it prints.
+    db.query(f"CREATE ROLE {RELAY_ROLE} LOGIN")
+    db.query(f"SELECT inbox.grant_access('{RELAY_ROLE}', 'relay')")
+    db.query(f"SELECT inbox.grant_access('{RELAY_ROLE}', 'monitor')")
+    # The message without an exchange is retried for the whole run, never dead.
+    db.query(f"ALTER ROLE {RELAY_ROLE} SET inbox.outbox_max_attempts = 100000")
+    return db
+
+
+def declare_exchange(amqp_port, name):
+    """A durable topic exchange and a durable queue of the same name bound to every key."""
+    with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port)) as amqp:
+        channel = amqp.channel()
+        channel.exchange_declare(name, "topic", durable=True)
+        channel.queue_declare(name, durable=True)
+        channel.queue_bind(name, name, "#")
+
+
+def read_queue(amqp_port, name):
+    with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port)) as amqp:
+        channel = amqp.channel()
+        count = channel.queue_declare(name, durable=True, passive=True).method.message_count
+        arrivals = []
+        for method, properties, body in channel.consume(name, auto_ack=True,
+                                                         inactivity_timeout=5):
+            if method is None:
+                fail(f"queue {name} said {count} messages, gave {len(arrivals)}")
+            arrivals.append((method.routing_key, properties, body))
+            if len(arrivals) == count:
+                break
+        channel.cancel()
+        return arrivals
+
+
+def fault_while_pending(db, after, what, inject):
+    """Injects a fault once `after` more messages are delivered, checking that messages are
+    still pending then (else the fault tests nothing)."""
+    target = db.delivered() + after
+    wait_for(f"{after} deliveries before {what}", lambda: db.delivered() >= target)
+    pending = db.query("SELECT count(*) FROM inbox.outbox WHERE state <> 'delivered' "
+                       "AND destination <> %s", (MISSING_EXCHANGE,))[0][0]
+    if pending == 0:
+        fail(f"every message was delivered before {what}: the fault came too late")
+    inject()
+    print(f"{what}, with {pending} messages pending", flush=True)
+
+
+def all_delivered(db, producer):
+    ids = list(producer.committed)
+    return lambda: db.query("SELECT count(*) FROM inbox.outbox WHERE id = ANY(%s::uuid[]) "
+                            "AND state = 'delivered'", (ids,))[0][0] == len(ids)
+
+
+def expected_headers(headers):
+    """The AMQP headers (and HTTP Inbox-Header-*) of a message: strings as they are, other JSON
+    values as their JSON text."""
+    return {name: value if isinstance(value, str) else json.dumps(value)
+            for name, value in (headers or {}).items()}
+
+
+def check_arrival(message_id, message, properties, body, problems):
+    _, _, payload, headers = message
+    if isinstance(payload, bytes):
+        if body != payload or properties.content_type != "application/octet-stream":
+            problems.append(f"{message_id}: bytes payload or content type differ")
+    elif json.loads(body) != payload or properties.content_type != "application/json":
+        problems.append(f"{message_id}: payload or content type differ: {body!r}")
+    if properties.delivery_mode != 2:
+        problems.append(f"{message_id}: not persistent")
+    got = {name: value.decode() if isinstance(value, bytes) else value
+           for name, value in (properties.headers or {}).items()}
+    if got != expected_headers(headers):
+        problems.append(f"{message_id}: headers {got}, expected {expected_headers(headers)}")
+
+
+def check_amqp(args, db, producer, missing_id):
+    problems = []
+    copies = collections.Counter()
+    first_arrivals = collections.defaultdict(list)
+    for destination in (*DESTINATIONS, MISSING_EXCHANGE):
+        for routing_key, properties, body in read_queue(args.amqp_port, destination):
+            message_id = properties.message_id
+            if message_id in producer.rolled_back:
+                problems.append(f"{message_id} arrived, but its transaction rolled back")
+                continue
+            message = producer.committed.get(message_id)
+            if message is None:
+                problems.append(f"unknown message arrived: {message_id!r}")
+                continue
+            if (destination, routing_key) != (message[0], message[1] or ""):
+                problems.append(f"{message_id} arrived via {destination}/{routing_key}")
+            copies[message_id] += 1
+            if copies[message_id] == 1:
+                check_arrival(message_id, message, properties, body, problems)
+                if message[1] is not None:
+                    first_arrivals[(message[0], message[1])].append(message_id)
+    missing = set(producer.committed) - set(copies)
+    if missing:
+        problems.append(f"{len(missing)} committed messages never arrived, e.g. {min(missing)}")
+    for key, ids in producer.key_order.items():
+        if first_arrivals[key] != ids:
+            problems.append(f"key {key}: first arrivals out of commit order")
+    states = dict(db.query("SELECT state, count(*) FROM inbox.outbox GROUP BY state"))
+    if states != {"delivered": len(producer.committed)}:
+        problems.append(f"inbox.outbox states {states}, expected all "
+                        f"{len(producer.committed)} delivered")
+    if copies[missing_id] != 1:
+        problems.append(f"the message of the late exchange arrived {copies[missing_id]} times")
+    if problems:
+        fail("\n  ".join(problems[:20]))
+    return sum(copies.values()) - len(copies)
+
+
+class Endpoint(http.server.BaseHTTPRequestHandler):
+    """Records every POST; answers 500 to the first request of a message whose payload asks
+    for it, 200 otherwise."""
+
+    requests = []
+    refused = set()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        message_id = self.headers["Idempotency-Key"]
+        refuse = b'"refuse_first": true' in body and message_id not in Endpoint.refused
+        if refuse:
+            Endpoint.refused.add(message_id)
+        Endpoint.requests.append((self.path, dict(self.headers), body, 500 if refuse else 200))
+        self.send_response(500 if refuse else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+def run_http(args, db, producer):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sent = {}
+    for i in range(HTTP_MESSAGES):
+        payload = {"n": i, "refuse_first": i < HTTP_REFUSED_FIRST}
+        headers = {"trace": f"t-{i}", "n": i}
+        key = f"hook-{i % 4}" if i % 5 else None
+        [message_id] = producer.transaction([("webhooks", key, payload, headers)], commit=True)
+        sent[message_id] = (payload, headers)
+    relay = Relay(args, "relay-http", ["--http", f"http://127.0.0.1:{server.server_port}/hooks/",
+                                       "--destinations", "webhooks"])
+    relay.start()
+    wait_for("the webhooks to be delivered", all_delivered(db, producer))
+    if relay.stop(signal.SIGTERM) != 0:
+        fail("the HTTP relay did not exit 0 on SIGTERM")
+    server.shutdown()
+
+    problems = []
+    received = collections.defaultdict(list)
+    for path, headers, body, status in Endpoint.requests:
+        received[headers.get("Idempotency-Key")].append(status)
+        message_id = headers.get("Idempotency-Key")
+        if message_id not in sent:
+            problems.append(f"request for an unknown id {message_id!r}")
+            continue
+        payload, message_headers = sent[message_id]
+        expected = {f"Inbox-Header-{name}": value
+                    for name, value in expected_headers(message_headers).items()}
+        if (path != "/hooks/webhooks" or headers.get("Inbox-Message-Id") != message_id
+                or json.loads(body) != payload
+                or headers.get("Content-Type") != "application/json"
+                or any(headers.get(name) != value for name, value in expected.items())):
+            problems.append(f"{message_id}: request {path} {headers} {body!r}")
+    rows = db.query("SELECT id::text, attempts, coalesce(last_error, '') FROM inbox.outbox "
+                    "WHERE destination = 'webhooks' AND state = 'delivered'")
+    if len(rows) != HTTP_MESSAGES:
+        problems.append(f"{len(rows)} webhooks delivered, expected {HTTP_MESSAGES}")
+    for message_id, attempts, last_error in rows:
+        statuses = received[message_id]
+        if sent[message_id][0]["refuse_first"]:
+            if statuses[:1] != [500] or statuses[-1] != 200 or attempts < 2 or \
+                    "HTTP 500" not in last_error:
+                problems.append(f"{message_id}: refused once, then {statuses}, "
+                                f"attempts {attempts}, last error {last_error!r}")
+        elif 200 not in statuses:
+            problems.append(f"{message_id}: never answered 200: {statuses}")
+    if problems:
+        fail("\n  ".join(problems[:20]))
+    return len(Endpoint.requests), len(Endpoint.refused)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--relay", required=True)
+    parser.add_argument("--pghost", required=True)
+    parser.add_argument("--amqp-port", type=int, required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    started = time.monotonic()
+    seed = int(os.environ.get("RELAY_SEED", random.SystemRandom().randrange(2**32)))
+    print(f"seed {seed} (RELAY_SEED={seed} repeats this run)", flush=True)
+    with open(os.path.join(args.work, "pg-restart.args"), "rb") as f:
+        pg_restart = f.read().decode().split("\0")[:-1]
+    with open(os.path.join(args.work, "rabbitmqctl.args"), "rb") as f:
+        rabbitmqctl = f.read().decode().split("\0")[:-1]
+
+    db = set_up(args)
+    for destination in DESTINATIONS:
+        declare_exchange(args.amqp_port, destination)
+    producer = Producer(args.pghost, random.Random(seed))
+    [missing_id] = producer.transaction(
+        [(MISSING_EXCHANGE, None, {"to": "an exchange made later"}, None)], commit=True)
+    # Not awaited until its exchange is made.
+    missing_message = producer.committed.pop(missing_id)
+    amqp_sink = ["--amqp", f"amqp://guest:guest@127.0.0.1:{args.amqp_port}/",
+                 "--destinations", ",".join((*DESTINATIONS, MISSING_EXCHANGE))]
+    relays = [Relay(args, f"relay-{i}", amqp_sink) for i in (1, 2)]
+    for relay in relays:
+        relay.start()
+    try:
+        # Side by side, woken by the producer's commits, roll-backs among its transactions.
+        producer.many_transactions(PRODUCED_FIRST)
+        wait_for("the first messages to be delivered", all_delivered(db, producer))
+
+        # 1. to 3. each while a large transaction's messages are going out.
+        victim = relays[0]
+
+        def kill_and_restart():
+            victim.process.send_signal(signal.SIGKILL)
+            if victim.process.wait() != -signal.SIGKILL:
+                fail("the relay did not die of SIGKILL")
+            victim.start()
+        producer.one_transaction(PRODUCED_PER_FAULT)
+        fault_while_pending(db, FAULT_AFTER, "relay-1 killed (kill -9) and restarted",
+                            kill_and_restart)
+        wait_for("delivery after the kill", all_delivered(db, producer))
+
+        producer.one_transaction(PRODUCED_PER_FAULT)
+        fault_while_pending(db, FAULT_AFTER, "PostgreSQL restarted (immediate)",
+                            lambda: subprocess.run(pg_restart, check=True,
+                                                   stdout=subprocess.DEVNULL))
+        wait_for("delivery after the PostgreSQL restart", all_delivered(db, producer))
+
+        producer.reconnect()
+        producer.one_transaction(PRODUCED_PER_FAULT)
+
+        def restart_rabbitmq():
+            subprocess.run([*rabbitmqctl, "stop_app"], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([*rabbitmqctl, "start_app"], check=True, stdout=subprocess.DEVNULL)
+        fault_while_pending(db, FAULT_AFTER, "RabbitMQ restarted (stop_app, start_app)",
+                            restart_rabbitmq)
+        wait_for("delivery after the RabbitMQ restart", all_delivered(db, producer))
+
+        # The message without an exchange is refused again and again, never done.
+        def refused_again():
+            attempts, state, error = db.query("SELECT attempts, state, last_error "
+                                              "FROM inbox.outbox WHERE id = %s", (missing_id,))[0]
+            if state in ("delivered", "dead"):
+                fail(f"the message without an exchange is {state}")
+            return attempts >= 3 and "404 NOT_FOUND" in (error or "")
+        wait_for("the message without an exchange to be refused", refused_again)
+        attempts, error = db.query("SELECT attempts, last_error FROM inbox.outbox WHERE id = %s",
+                                   (missing_id,))[0]
+        declare_exchange(args.amqp_port, MISSING_EXCHANGE)
+        producer.committed[missing_id] = missing_message
+        print(f"the message without an exchange was refused {attempts} times ({error}); "
+              "exchange declared", flush=True)
+
+        # 4. SIGTERM while a batch is in flight: exit 0, nothing left leased by it.
+        producer.one_transaction(PRODUCED_PER_FAULT)
+        stopped = relays[1]
+        fault_while_pending(db, FAULT_AFTER, "relay-2 stopped (SIGTERM)",
+                            lambda: stopped.process.send_signal(signal.SIGTERM))
+        status = stopped.process.wait(timeout=max(1, deadline - time.monotonic()))
+        held = db.query("SELECT count(*) FROM inbox.outbox_messages WHERE leased_by = %s",
+                        (stopped.name,))[0][0]
+        if status != 0 or held != 0 or not stopped.lines()[-1].endswith("stopped"):
+            fail(f"relay-2 after SIGTERM: exit status {status}, {held} messages still leased "
+                 f"by it, last line {stopped.lines()[-1:]}")
+        wait_for("the rest to be delivered by relay-1", all_delivered(db, producer))
+        if victim.stop(signal.SIGTERM) != 0:
+            fail("relay-1 did not exit 0 on SIGTERM")
+
+        resends = check_amqp(args, db, producer, missing_id)
+        batch_lines = sum(1 for relay in relays for line in relay.lines()
+                          if line.startswith("published ") and "lag: " in line)
+        print(f"AMQP: {len(producer.committed)} messages committed, {len(producer.rolled_back)} "
+              f"rolled back (never published), {resends} resends; faults: 1 kill -9, 1 "
+              f"PostgreSQL restart, 1 RabbitMQ restart, 1 SIGTERM; {batch_lines} batch lines "
+              "with the lag", flush=True)
+        requests, refused = run_http(args, db, producer)
+        print(f"HTTP: {HTTP_MESSAGES} messages, {requests} requests, {refused} answered 500 "
+              "and retried", flush=True)
+    finally:
+        for relay in relays:
+            if relay.process.poll() is None:
+                relay.process.kill()
+                relay.process.wait()
+    print(f"ok in {time.monotonic() - started:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
