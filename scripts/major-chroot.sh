@@ -74,12 +74,14 @@ debian_suite "$major"
 extensions=(cron pgtap)
 [ "$major" = 19 ] && extensions=()
 
-# What the build and the suites unit, regress, isolation, pgtap, tap and docs need, as
-# install-deps.sh installs it on the machine (but for clang-format and clang-tidy, of style and
-# lint, and Citus, which Debian does not package: the Citus suite reports itself skipped).
+# What the build (the extension and inbox-relay) and the suites unit, regress, isolation, pgtap,
+# tap and docs need, as install-deps.sh installs it on the machine (but for clang-format and
+# clang-tidy, of style and lint, and Citus, which Debian does not package: the Citus suite reports
+# itself skipped).
 packages=(
     "postgresql-$major" "postgresql-server-dev-$major" "${extensions[@]/#/postgresql-$major-}" pgtap
     build-essential cmake libgtest-dev libipc-run-perl prometheus python3
+    libpq-dev librabbitmq-dev libcurl4-openssl-dev
 )
 
 # What broker and examples need beyond that (Erlang, Node.js and its modules: two thirds of a
