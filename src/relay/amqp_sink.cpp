@@ -1,6 +1,5 @@
 #include "relay/amqp_sink.hpp"
 
-#include <amqp_tcp_socket.h>
 #include <sys/time.h>
 
 #include <map>

@@ -3,7 +3,7 @@
 // A message is confirmed only when the broker acked it.
 #pragma once
 
-#include <amqp.h>
+#include "relay/rabbitmq.hpp"
 
 #include <cstdint>
 #include <set>

@@ -5,8 +5,7 @@
 //       bench_outbox; publish; wait for the confirms; DELETE them; COMMIT; until the table is empty
 //   relay_baselines broker-limit AMQP_PORT EXCHANGE BATCH COUNT PAYLOAD
 //       the broker's own limit: COUNT copies of PAYLOAD in batches, confirms awaited, no database
-#include <amqp.h>
-#include <amqp_tcp_socket.h>
+#include "relay/rabbitmq.hpp"
 #include <libpq-fe.h>
 
 #include <cstdio>

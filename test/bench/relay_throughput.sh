@@ -24,8 +24,8 @@ trap 'rabbitmq_stop; cluster_stop; rm -rf "$work"' EXIT
 rabbitmq_start "$work/rabbitmq" >/dev/null
 relay=$private_bindir/inbox-relay
 baselines=$work/relay_baselines
-g++ -std=c++20 -O2 -isystem "$pg_includedir" "$source_dir/test/bench/relay_baselines.cpp" -lpq \
-    -lrabbitmq -o "$baselines"
+g++ -std=c++20 -O2 -isystem "$pg_includedir" -I "$source_dir/src" \
+    "$source_dir/test/bench/relay_baselines.cpp" -lpq -lrabbitmq -o "$baselines"
 
 conninfo="host=$cluster_dir user=postgres dbname=postgres"
 payload='{"type": "OrderPaid", "order": 41, "amount": 20, "note": "a message of about 100 bytes"}'
