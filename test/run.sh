@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
 #   test/run.sh [SUITE ...]     (default: all of them)
-# SUITE: style lint unit regress isolation pgtap tap citus broker relay examples docs
+# SUITE: style lint unit regress isolation pgtap tap citus broker relay chain examples docs
 # A suite whose requisites are not installed (Citus; pgTAP for a new major) says so and is
 # reported as skipped.
 # A subset of regress, isolation or tap: REGRESS=purge test/run.sh regress (see pgxs_installcheck).
@@ -29,7 +29,8 @@ set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 tested_pg_config=$(command -v pg_config)
 suites=("$@")
-((${#suites[@]})) || suites=(style lint unit regress isolation pgtap tap citus broker relay examples docs)
+((${#suites[@]})) ||
+    suites=(style lint unit regress isolation pgtap tap citus broker relay chain examples docs)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -142,6 +143,13 @@ run_broker() {
 # cluster of its own, which it restarts (test/relay).
 run_relay() {
     "$source_dir/test/relay/run.sh" "$work/relay" "$pg_bindir"
+}
+
+# Payments sent with the outbox, applied by a consumer that sends an OrderPaid from the same
+# transaction, applied again downstream: the chain through two relays and RabbitMQ, with kills
+# and restarts at every hop; with a cluster of its own too (test/relay/chain_test.py).
+run_chain() {
+    "$source_dir/test/relay/run.sh" "$work/chain" "$pg_bindir" chain_test.py
 }
 
 # The consumers of examples/, each against a fresh database (test/examples).

@@ -31,88 +31,26 @@ import sys
 import threading
 import time
 
-import pika
 import psycopg
 from psycopg.types.json import Jsonb
 
+from harness import (RELAY_ROLE, Relay, amqp_connection, amqp_sink, create_database,
+                     declare_exchange, fail, restart_commands, restart_rabbitmq, seconds_left,
+                     start_clock, wait_for)
+
 DEADLINE_SECONDS = 110  # the whole run; the suite must stay under two minutes
 DATABASE = "relay_test"
-RELAY_ROLE = "outbox_relay"
 DESTINATIONS = ("orders", "payments")
 MISSING_EXCHANGE = "not_declared_yet"
 KEYS_PER_DESTINATION = 20
 KEYLESS_SHARE = 0.2
 BYTES_SHARE = 0.05
 ROLLED_BACK_SHARE = 0.1
-# Short leases and retries, so that the faults are recovered from in seconds.
-RELAY_OPTIONS = ["--batch", "50", "--lease", "3", "--retry-after", "0.3", "--poll", "0.5"]
 PRODUCED_FIRST = 1200  # in transactions of 1 to 5 messages, while the relays run
 PRODUCED_PER_FAULT = 800  # in one transaction, before each fault
 FAULT_AFTER = 150  # deliveries after that commit, then the fault
 HTTP_MESSAGES = 60
 HTTP_REFUSED_FIRST = 10  # messages whose first request the endpoint answers with 500
-
-deadline = time.monotonic() + DEADLINE_SECONDS
-
-
-def fail(message):
-    print(f"FAILED: {message}", flush=True)
-    raise SystemExit(1)
-
-
-def wait_for(what, predicate):
-    while not predicate():
-        if time.monotonic() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-class Database:
-    """The test's own connection, which survives the server's restart: a query that meets a
-    broken connection reconnects and runs again."""
-
-    def __init__(self, pghost):
-        self.conninfo = f"host={pghost} user=postgres dbname={DATABASE}"
-        self.connection = None
-
-    def query(self, statement, parameters=()):
-        while True:
-            try:
-                if self.connection is None or self.connection.closed:
-                    self.connection = psycopg.connect(self.conninfo, autocommit=True)
-                cursor = self.connection.execute(statement, parameters)
-                return cursor.fetchall() if cursor.description else []
-            except psycopg.OperationalError:
-                self.connection = None
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-
-    def delivered(self):
-        return self.query("SELECT count(*) FROM inbox.outbox WHERE state = 'delivered'")[0][0]
-
-
-class Relay:
-    """One inbox-relay process, its output appended to WORK/NAME.log."""
-
-    def __init__(self, args, name, sink):
-        self.name = name
-        self.command = [args.relay, "--db", f"host={args.pghost} user={RELAY_ROLE} "
-                        f"dbname={DATABASE}", "--name", name, *sink, *RELAY_OPTIONS]
-        self.log_path = os.path.join(args.work, f"{name}.log")
-        self.process = None
-
-    def start(self):
-        with open(self.log_path, "a") as log:
-            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
-
-    def stop(self, signal_number):
-        self.process.send_signal(signal_number)
-        return self.process.wait(timeout=max(1, deadline - time.monotonic()))
-
-    def lines(self):
-        with open(self.log_path) as log:
-            return log.read().splitlines()
 
 
 class Producer:
@@ -177,32 +115,8 @@ class Producer:
         return self.transaction([self.message() for _ in range(count)], commit=True)
 
 
-def set_up(args):
-    with psycopg.connect(f"host={args.pghost} user=postgres dbname=postgres",
-                         autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {DATABASE}")
-    db = Database(args.pghost)
-    db.query("CREATE EXTENSION inbox")
-    # The relay runs with the least it needs: 'relay', and 'monitor' for the lag it prints.
-    db.query(f"CREATE ROLE {RELAY_ROLE} LOGIN")
-    db.query(f"SELECT inbox.grant_access('{RELAY_ROLE}', 'relay')")
-    db.query(f"SELECT inbox.grant_access('{RELAY_ROLE}', 'monitor')")
-    # The message without an exchange is retried for the whole run, never dead.
-    db.query(f"ALTER ROLE {RELAY_ROLE} SET inbox.outbox_max_attempts = 100000")
-    return db
-
-
-def declare_exchange(amqp_port, name):
-    """A durable topic exchange and a durable queue of the same name bound to every key."""
-    with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port)) as amqp:
-        channel = amqp.channel()
-        channel.exchange_declare(name, "topic", durable=True)
-        channel.queue_declare(name, durable=True)
-        channel.queue_bind(name, name, "#")
-
-
 def read_queue(amqp_port, name):
-    with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port)) as amqp:
+    with amqp_connection(amqp_port) as amqp:
         channel = amqp.channel()
         count = channel.queue_declare(name, durable=True, passive=True).method.message_count
         arrivals = []
@@ -328,8 +242,9 @@ def run_http(args, db, producer):
         key = f"hook-{i % 4}" if i % 5 else None
         [message_id] = producer.transaction([("webhooks", key, payload, headers)], commit=True)
         sent[message_id] = (payload, headers)
-    relay = Relay(args, "relay-http", ["--http", f"http://127.0.0.1:{server.server_port}/hooks/",
-                                       "--destinations", "webhooks"])
+    relay = Relay(args, DATABASE, "relay-http",
+                  ["--http", f"http://127.0.0.1:{server.server_port}/hooks/",
+                   "--destinations", "webhooks"])
     relay.start()
     wait_for("the webhooks to be delivered", all_delivered(db, producer))
     if relay.stop(signal.SIGTERM) != 0:
@@ -378,14 +293,14 @@ def main():
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     started = time.monotonic()
+    start_clock(DEADLINE_SECONDS)
     seed = int(os.environ.get("RELAY_SEED", random.SystemRandom().randrange(2**32)))
     print(f"seed {seed} (RELAY_SEED={seed} repeats this run)", flush=True)
-    with open(os.path.join(args.work, "pg-restart.args"), "rb") as f:
-        pg_restart = f.read().decode().split("\0")[:-1]
-    with open(os.path.join(args.work, "rabbitmqctl.args"), "rb") as f:
-        rabbitmqctl = f.read().decode().split("\0")[:-1]
+    pg_restart, rabbitmqctl = restart_commands(args.work)
 
-    db = set_up(args)
+    db = create_database(args.pghost, DATABASE)
+    # The message without an exchange is retried for the whole run, never dead.
+    db.query(f"ALTER ROLE {RELAY_ROLE} SET inbox.outbox_max_attempts = 100000")
     for destination in DESTINATIONS:
         declare_exchange(args.amqp_port, destination)
     producer = Producer(args.pghost, random.Random(seed))
@@ -393,9 +308,8 @@ def main():
         [(MISSING_EXCHANGE, None, {"to": "an exchange made later"}, None)], commit=True)
     # Not awaited until its exchange is made.
     missing_message = producer.committed.pop(missing_id)
-    amqp_sink = ["--amqp", f"amqp://guest:guest@127.0.0.1:{args.amqp_port}/",
-                 "--destinations", ",".join((*DESTINATIONS, MISSING_EXCHANGE))]
-    relays = [Relay(args, f"relay-{i}", amqp_sink) for i in (1, 2)]
+    sink = amqp_sink(args.amqp_port, (*DESTINATIONS, MISSING_EXCHANGE))
+    relays = [Relay(args, DATABASE, f"relay-{i}", sink) for i in (1, 2)]
     for relay in relays:
         relay.start()
     try:
@@ -425,11 +339,8 @@ def main():
         producer.reconnect()
         producer.one_transaction(PRODUCED_PER_FAULT)
 
-        def restart_rabbitmq():
-            subprocess.run([*rabbitmqctl, "stop_app"], check=True, stdout=subprocess.DEVNULL)
-            subprocess.run([*rabbitmqctl, "start_app"], check=True, stdout=subprocess.DEVNULL)
         fault_while_pending(db, FAULT_AFTER, "RabbitMQ restarted (stop_app, start_app)",
-                            restart_rabbitmq)
+                            lambda: restart_rabbitmq(rabbitmqctl))
         wait_for("delivery after the RabbitMQ restart", all_delivered(db, producer))
 
         # The message without an exchange is refused again and again, never done.
@@ -452,7 +363,7 @@ def main():
         stopped = relays[1]
         fault_while_pending(db, FAULT_AFTER, "relay-2 stopped (SIGTERM)",
                             lambda: stopped.process.send_signal(signal.SIGTERM))
-        status = stopped.process.wait(timeout=max(1, deadline - time.monotonic()))
+        status = stopped.process.wait(timeout=seconds_left())
         held = db.query("SELECT count(*) FROM inbox.outbox_messages WHERE leased_by = %s",
                         (stopped.name,))[0][0]
         if status != 0 or held != 0 or not stopped.lines()[-1].endswith("stopped"):

@@ -2,8 +2,9 @@
 # The relay suite: test/relay/relay_test.py drives inbox-relay (installed in BINDIR with the
 # extension) against a PostgreSQL cluster and a RabbitMQ node of its own, which it restarts
 # (scripts/cluster.sh, scripts/rabbitmq.sh): the shared cluster of test/run.sh is left alone.
-# Both are stopped however the run ends.
-#   test/relay/run.sh WORKDIR BINDIR
+# Both are stopped however the run ends. SCENARIO: another script of test/relay sharing that
+# setup (chain_test.py), given ARGS after the common ones.
+#   test/relay/run.sh WORKDIR BINDIR [SCENARIO [ARGS ...]]
 set -euo pipefail
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,6 +12,9 @@ source "$source_dir/scripts/cluster.sh"
 source "$source_dir/scripts/rabbitmq.sh"
 work=$1
 bindir=$2
+scenario=${3:-relay_test.py}
+shift 2
+(($# == 0)) || shift
 mkdir -p "$work"
 chown "$cluster_user" "$work" 2>/dev/null || true
 
@@ -29,5 +33,5 @@ printf '%s\0' "${as_user[@]}" env "${rabbitmq_vars[@]}" "$rabbitmq_bin/rabbitmqc
     >"$work/rabbitmqctl.args"
 
 # Debian's Python, where python3-psycopg and python3-pika are installed.
-/usr/bin/python3 "$source_dir/test/relay/relay_test.py" --relay "$bindir/inbox-relay" \
-    --pghost "$cluster_dir" --amqp-port "$rabbitmq_amqp_port" --work "$work"
+/usr/bin/python3 "$source_dir/test/relay/$scenario" --relay "$bindir/inbox-relay" \
+    --pghost "$cluster_dir" --amqp-port "$rabbitmq_amqp_port" --work "$work" "$@"
