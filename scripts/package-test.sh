@@ -47,7 +47,10 @@ started=$SECONDS
 inner_script='
 set -e
 cd /package-test
-apt-get install -y -q ./'"$(basename "$deb")"' >apt.log 2>&1 || { cat apt.log; exit 1; }
+# The lists first: the chroot keeps none, and the package depends on more than postgresql-NN
+# (inbox-relay: rabbitmq-c, libcurl), which apt fetches as a user'"'"'s apt does.
+{ apt-get update -q && apt-get install -y -q ./'"$(basename "$deb")"'; } >apt.log 2>&1 ||
+    { cat apt.log; exit 1; }
 inbox/debian/tests/delivery
 '
 status=0
