@@ -4,8 +4,8 @@
 # the same messages (about 100 bytes of JSON) and the same Node driver for both sides
 # (test/bench/pg_transactional_outbox/, installed with npm into the temporary work directory).
 #   1. outbox throughput: 4 connections commit N messages, one a transaction (BEGIN; store;
-#      COMMIT), while the relay runs; the rate is N over the time from the first COMMIT to the
-#      arrival of the last message at a consumer of the queue bound to exchange "bench":
+#      COMMIT), while the relay runs; the rate is the messages that arrived at a consumer of the
+#      queue bound to exchange "bench" over the time from the first COMMIT to the last arrival:
 #        ours:   SELECT inbox.send('bench', payload), published by inbox-relay (LISTEN, batches
 #                of B, publisher confirms, marked done after the confirms)
 #        theirs: its initializeMessageStorage (INSERT into its outbox table), published by its
@@ -15,6 +15,9 @@
 #                handler publishes each message with amqplib's confirm channel and waits for
 #                that confirm before the library marks the message processed (in a transaction
 #                of its own, from a pool of 10 connections)
+#   1b. the same messages committed while no relay runs, then the relay started: the rate
+#      from the first arrival to the last (what the relay alone sustains; in 1, ours can be
+#      bound by the producers)
 #   2. commit-to-publish latency at a steady R commits a second: from each COMMIT's return to
 #      the arrival of its message at the consumer, p50 and p99, for both
 #   3. inbox: N deliveries (and N/10 second copies) waiting in a queue, consumed with a
@@ -27,11 +30,13 @@
 #                that marks the message processed (attempt and poisonous-message protection on,
 #                as its README advises)
 #      the rate is N over the time from the start of consuming until bench_effects has N rows.
-# Rounds are interleaved (ours, theirs, ours, ...); the machine may be shared with other work, so
-# the script prints every round and the median ratio with its range, never one absolute time.
+# Every message of ours must arrive once (or the script fails); a message of theirs that has not
+# arrived after 10 s without arrivals is counted and reported with what its table and its log
+# say. Rounds are interleaved (ours, theirs, ours, ...); the machine may be shared with other
+# work, so the script prints every round and the median ratio with its range.
 #   test/bench/vs_pg_transactional_outbox.sh [N=10000] [rounds=3] [R=500] [listener=replication]
 # Environment: BATCH (B, 100), PEER_POLL_MS (its polling interval, 100; it has no LISTEN),
-# PARTS (which of 1 2 3 to run, "1 2 3").
+# PARTS (which of 1 1b 2 3 to run, "1 1b 2 3").
 set -euo pipefail
 messages=${1:-10000}
 rounds=${2:-3}
@@ -39,7 +44,7 @@ rate=${3:-500}
 listener=${4:-replication}
 batch=${BATCH:-100}
 peer_poll_ms=${PEER_POLL_MS:-100}
-parts=${PARTS:-1 2 3}
+parts=${PARTS:-1 1b 2 3}
 case $listener in polling | replication) ;; *) echo "listener: polling or replication"; exit 2 ;;
 esac
 
@@ -134,6 +139,24 @@ outbox_run() (
         --queue bench --messages "$count" --rate "$run_rate" --producers 4
 )
 
+# Part 1b: SIDE's relay started by the driver after the last COMMIT, as FILE's one command.
+outbox_backlog_run() {
+    local side=$1 script=$work/backlog-relay.sh
+    clean_outboxes
+    if [ "$side" = ours ]; then
+        printf 'exec %q --db %q --amqp %q --batch %q --name bench\n' \
+            "$private_bindir/inbox-relay" "host=$cluster_dir user=postgres dbname=postgres" \
+            "$amqp_url" "$batch" >"$script"
+    else
+        printf 'cd %q && exec node peer.mjs outbox --pg %q --amqp %q --listener %q --batch %q' \
+            "$work/node" "$cluster_dir" "$amqp_url" "$listener" "$batch" >"$script"
+        printf ' --poll-ms %q\n' "$peer_poll_ms" >>"$script"
+    fi
+    node_run driver.mjs outbox --side "$side" --pg "$cluster_dir" --amqp "$amqp_url" \
+        --queue bench --messages "$messages" --rate 0 --producers 4 --backlog-spawn "$script"
+    cp "$script.log" "$work/peer.log"
+}
+
 field() { node -e "console.log(JSON.parse(process.argv[1]).$2)" "$1"; }
 
 # Checks that a run delivered no message twice and nothing unknown, and ours every message.
@@ -179,6 +202,23 @@ if [[ " $parts " == *" 1 "* ]]; then
         echo "  round $round: send + inbox-relay $(field "$ours" rate)/s" \
             "(commits $(field "$ours" commit_rate)/s), pg-transactional-outbox" \
             "$(field "$peer" rate)/s (commits $(field "$peer" commit_rate)/s):" \
+            "${ratios[-1]}$(peer_missing "$peer")"
+    done
+    printf '%s\n' "${ratios[@]}" | summary "  ours / theirs, median"
+fi
+
+if [[ " $parts " == *" 1b "* ]]; then
+    echo "1b. outbox drain: $messages messages committed, then the relay started;" \
+        "first arrival to last"
+    ratios=()
+    for round in $(seq "$rounds"); do
+        ours=$(outbox_backlog_run ours)
+        check_run "$ours" "round $round, ours"
+        peer=$(outbox_backlog_run peer)
+        check_run "$peer" "round $round, pg-transactional-outbox"
+        ratios+=("$(ratio "$(field "$ours" drain_rate)" "$(field "$peer" drain_rate)")")
+        echo "  round $round: inbox-relay $(field "$ours" drain_rate)/s," \
+            "pg-transactional-outbox $(field "$peer" drain_rate)/s:" \
             "${ratios[-1]}$(peer_missing "$peer")"
     done
     printf '%s\n' "${ratios[@]}" | summary "  ours / theirs, median"

@@ -8,6 +8,9 @@
 //       none for 10 s. Prints one JSON line: the messages that arrived, the rate from the first
 //       commit to the last arrival, the commit rate, and the latency from each COMMIT's return
 //       to the arrival of its message (p50, p99, max; of those that arrived), in ms.
+//       With --backlog-spawn FILE, the relay is not running yet: after the last COMMIT the
+//       driver starts it (bash FILE, its output to FILE.log) and stops it (SIGTERM) at the end;
+//       drain_rate is then the rate from the first arrival to the last.
 //   node driver.mjs reset --amqp URL
 //       declares exchange "bench" (fanout) bound to queue "bench", and queue "inbox-bench"
 //       (all durable), and purges both queues
@@ -20,7 +23,9 @@
 //   node driver.mjs wait-effects --pg DIR --messages N --since MS
 //       waits until bench_effects has N rows, or none came for 10 s; prints the rows, the
 //       distinct messages among them and the rate since MS (when consuming started)
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { openSync } from 'node:fs';
 import amqp from 'amqplib';
 import pg from 'pg';
 import { getDefaultLogger, initializeMessageStorage } from 'pg-transactional-outbox';
@@ -101,6 +106,13 @@ async function outbox() {
       lastCommit = Math.max(lastCommit, at);
     }
   }));
+  let relay;
+  let relayExited;
+  if (opts['backlog-spawn']) {
+    const log = openSync(`${opts['backlog-spawn']}.log`, 'w');
+    relay = spawn('bash', [opts['backlog-spawn']], { stdio: ['ignore', log, log] });
+    relayExited = new Promise((resolve) => relay.once('exit', resolve));
+  }
   // Every message, or 10 s without a new arrival: what has not come by then is reported missing.
   let lastSeen = nowMs();
   let seen = arrived.size;
@@ -111,7 +123,12 @@ async function outbox() {
       lastSeen = nowMs();
     } else if (nowMs() - lastSeen > 10000) break;
   }
+  if (relay) {
+    if (relay.exitCode === null && relay.signalCode === null) relay.kill('SIGTERM');
+    await relayExited;
+  }
   const lastArrival = Math.max(...arrived.values());
+  const firstArrival = Math.min(...arrived.values());
   const latencies = [];
   for (const [id, at] of committed) {
     if (arrived.has(id)) latencies.push(arrived.get(id) - at);
@@ -123,6 +140,7 @@ async function outbox() {
     unknown: [...arrived.keys()].filter((id) => !committed.has(id)).length,
     rate: Math.round(arrived.size / ((lastArrival - firstCommit) / 1000)),
     commit_rate: Math.round(messages / ((lastCommit - started) / 1000)),
+    drain_rate: Math.round((arrived.size - 1) / ((lastArrival - firstArrival) / 1000)),
     p50_ms: round(percentile(latencies, 50)), p99_ms: round(percentile(latencies, 99)),
     max_ms: round(latencies[latencies.length - 1]),
   }));
