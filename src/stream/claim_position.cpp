@@ -65,6 +65,20 @@ MarkerStatement create_stream = {
     .argtypes = {INT2OID, TEXTOID, INT8OID},
     .plan = nullptr};
 
+// A position that is not contiguous in one statement: inserted for a new stream, moved when
+// beyond the committed one. ON CONFLICT locks the row, waiting for a claim in flight, and
+// decides on the row that claim committed: a row returned is next, none a duplicate.
+MarkerStatement advance_stream = {
+    .sql =
+        "INSERT INTO inbox.stream_positions AS s (consumer_id, position, updated_at, stream) "
+        "VALUES ($1, $3, pg_catalog.clock_timestamp(), $2) "
+        "ON CONFLICT (consumer_id, stream) DO UPDATE "
+        "SET position = excluded.position, updated_at = excluded.updated_at "
+        "WHERE s.position OPERATOR(pg_catalog.<) excluded.position RETURNING 1",
+    .nargs = 3,
+    .argtypes = {INT2OID, TEXTOID, INT8OID},
+    .plan = nullptr};
+
 // The position the statement read, if it read a row.
 inbox::StreamPosition read_position(MarkerStatement* statement, const Consumer& consumer,
                                     text* stream) {
@@ -160,9 +174,17 @@ PGDLLEXPORT Datum inbox_claim_position(PG_FUNCTION_ARGS) {
     pg::spi_connect();
     Consumer consumer;
     find_consumer_to_act(consumer_name, Registration::by_claim, &consumer);
-    inbox::PositionRun run = claim_in_stream(consumer, stream, &position, 1, contiguous);
+    const char* answer = nullptr;
+    if (contiguous) {
+        inbox::PositionRun run = claim_in_stream(consumer, stream, &position, 1, true);
+        answer = run.first_next == 1 ? "duplicate" : run.end_next == 1 ? "next" : "gap";
+    } else {
+        Datum values[3] = {Int16GetDatum(consumer.id), PointerGetDatum(stream),
+                           Int64GetDatum(position)};
+        execute_as_store_owner(&advance_stream, values);
+        answer = SPI_processed == 1 ? "next" : "duplicate";
+    }
     SPI_finish();
-    const char* answer = run.first_next == 1 ? "duplicate" : run.end_next == 1 ? "next" : "gap";
     PG_RETURN_TEXT_P(cstring_to_text(answer));
 }
 
