@@ -41,6 +41,8 @@ INBOX_SOURCES = \
 	src/claim/receive.cpp \
 	src/claim/claim_batch.cpp \
 	src/claim/configure_consumer.cpp \
+	src/stream/position_run.cpp \
+	src/stream/claim_position.cpp \
 	src/purge/purge_bucket_rows.cpp \
 	src/purge/purge_outbox.cpp \
 	src/purge/purge.cpp \

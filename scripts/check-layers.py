@@ -22,7 +22,8 @@ LAYERS = [
     ["settings"],  # the inbox.* settings (src/settings.*)
     ["store"],  # the markers, their details and the consumer registry, as tables
     ["stats"],  # what shared memory counts: claims, failed attempts; and what shows it
-    ["claim", "purge", "upsert", "drop"],  # the SQL functions, the workers and the hooks
+    # the SQL functions (claim, streams' positions, upsert), the workers and the hooks
+    ["claim", "stream", "purge", "upsert", "drop"],
     ["module"],  # src/module.cpp: what the library registers when it is loaded
 ]
 RANK = {folder: rank for rank, layer in enumerate(LAYERS) for folder in layer}

@@ -5,7 +5,7 @@
 -- rows to its owner's members and to monitoring roles (pg_read_all_stats) only.
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/test/regress/helpers.sql
-TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
+TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry, inbox.stream_positions;
 SELECT inbox.stats_reset();
 CREATE ROLE regress_billing;                                   -- owns the consumer billing
 CREATE ROLE regress_billing_svc IN ROLE regress_billing;       -- a member: billing's service
@@ -32,7 +32,10 @@ CREATE VIEW owned_entry_points (entry_point, statement) AS VALUES
     ('forget', $$SELECT inbox.forget(%1$L, 'm-1')::text$$),
     ('claim_batch', $$SELECT string_agg(c, ',') FROM inbox.claim_batch(%1$L, ARRAY['m-5', 'm-6']) c$$),
     ('apply_batch', $$SELECT string_agg(b.outcome::text, ',') FROM inbox.apply_batch(%1$L,
-        'owned_entry(jsonb)', '[{"id": "m-7", "payload": {"entry": "e-7"}}]') b$$);
+        'owned_entry(jsonb)', '[{"id": "m-7", "payload": {"entry": "e-7"}}]') b$$),
+    ('claim_position', $$SELECT inbox.claim_position(%1$L, 'stream-1', 1)$$),
+    ('claim_positions', $$SELECT inbox.claim_positions(%1$L, 'stream-2', ARRAY[1, 2])::text$$),
+    ('stream_position', $$SELECT inbox.stream_position(%1$L, 'stream-1')::text$$);
 -- Every entry point called for `consumer` by the current role, each in a subtransaction of its
 -- own (answer(), test/regress/helpers.sql): what it returned, or its SQLSTATE and message.
 CREATE FUNCTION owned_calls(consumer text) RETURNS TABLE (entry_point text, answer text)
@@ -213,7 +216,7 @@ DROP VIEW owned_entry_points, owned_consumers;
 DROP FUNCTION owned_calls(text), owned_views(), owned_entry(jsonb),
     owned_decline(jsonb);
 DROP TABLE owned_ledger;
-TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
+TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry, inbox.stream_positions;
 SELECT inbox.stats_reset();
 DROP OWNED BY regress_billing_svc, regress_shipping_svc, regress_dashboard, regress_exporter,
     regress_billing_admin, regress_billing;

@@ -64,6 +64,13 @@ WHERE payload = '"delivered"';
 DROP EXTENSION inbox;
 DROP SCHEMA inbox CASCADE;
 SELECT inbox.relay_done(array_agg(id)) AS delivered FROM inbox.outbox_messages;
+
+-- A stream's position records how far it was processed: refused too, for either way of
+-- dropping; deleted, the drop goes through.
+SELECT inbox.claim_position('drop-stream', 'orders/0', 41) AS claimed;
+DROP EXTENSION inbox;
+DROP SCHEMA inbox CASCADE;
+DELETE FROM inbox.stream_positions;
 DROP EXTENSION inbox;
 CREATE EXTENSION inbox;
 

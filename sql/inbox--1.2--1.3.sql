@@ -335,7 +335,6 @@ REVOKE ALL ON FUNCTION inbox.send(text, jsonb, text, jsonb),
 SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.send(text, jsonb, text, jsonb)');
 SELECT inbox.grant_execute_like('inbox.claim(text, text)',
                                 'inbox.send_bytes(text, bytea, text, jsonb)');
-DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
 
 -- The relay protocol: take (a lease), then done or failed. Relays side by side take disjoint
 -- messages (SKIP LOCKED, and the lease that the taking transaction commits). A keyed message is
@@ -618,10 +617,73 @@ WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 
    OR d.poisoned OPERATOR(pg_catalog.>) 0 OR d.attempts_evicted OPERATOR(pg_catalog.>) 0
    OR o.pending IS NOT NULL;
 
+-- ---- streams: one position per stream (docs/streams.md) ------------------------------------
+-- A consumer of a partitioned log (Kafka, Event Hubs, RabbitMQ streams) or of events numbered per
+-- aggregate keeps one committed position per stream instead of a marker per message: nothing to
+-- purge, and the position says where to resume. Fixed-width columns first; the stream in the C
+-- collation (compared byte for byte, as message ids are).
+CREATE TABLE inbox.stream_positions (
+    consumer_id smallint NOT NULL,
+    position bigint NOT NULL,
+    updated_at timestamptz NOT NULL,
+    stream text COLLATE "C" NOT NULL,
+    CONSTRAINT stream_positions_pkey PRIMARY KEY (consumer_id, stream)
+);
+COMMENT ON TABLE inbox.stream_positions IS
+    'The committed position of each stream of each consumer (inbox.claim_position). Read '
+    'inbox.streams.';
+SELECT pg_catalog.pg_extension_config_dump('inbox.stream_positions', '');
+REVOKE ALL ON inbox.stream_positions FROM PUBLIC;
+
+CREATE FUNCTION inbox.claim_position(consumer text, stream text, "position" bigint,
+                                     contiguous boolean DEFAULT false)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_claim_position';
+COMMENT ON FUNCTION inbox.claim_position(text, text, bigint, boolean) IS
+    'In the caller''s transaction: next (do the work; the stream moves to the position at commit), '
+    'duplicate (at or below the committed position: skip) or, when contiguous, gap (a position '
+    'before it is missing).';
+
+CREATE FUNCTION inbox.claim_positions(consumer text, stream text, positions bigint[],
+                                      contiguous boolean DEFAULT false)
+RETURNS bigint[]
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_claim_positions';
+COMMENT ON FUNCTION inbox.claim_positions(text, text, bigint[], boolean) IS
+    'inbox.claim_position for a polled batch of one stream: returns the positions that are next, '
+    'ascending; the stream moves to the last of them at commit.';
+
+CREATE FUNCTION inbox.stream_position(consumer text, stream text)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'inbox_stream_position';
+COMMENT ON FUNCTION inbox.stream_position(text, text) IS
+    'The committed position of a stream (NULL: never claimed): a consumer resumes after it.';
+
+CREATE VIEW inbox.streams AS
+SELECT r.name AS consumer, s.stream, s.position, s.updated_at
+FROM inbox.stream_positions s
+JOIN inbox.consumer_registry r ON r.id OPERATOR(pg_catalog.=) s.consumer_id;
+COMMENT ON VIEW inbox.streams IS
+    'Each stream''s committed position, per consumer, and when it last moved.';
+REVOKE ALL ON inbox.streams FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION inbox.claim_position(text, text, bigint, boolean),
+    inbox.claim_positions(text, text, bigint[], boolean), inbox.stream_position(text, text)
+    FROM PUBLIC;
+-- 'consume' includes the streams' functions, also for the roles granted it before the update.
+SELECT inbox.grant_execute_like('inbox.claim(text, text)',
+                                'inbox.claim_position(text, text, bigint, boolean)');
+SELECT inbox.grant_execute_like('inbox.claim(text, text)',
+                                'inbox.claim_positions(text, text, bigint[], boolean)');
+SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.stream_position(text, text)');
+DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
+
 -- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer, and
 -- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand); 'consume'
--- includes send; 'relay' (new) takes, settles and releases outgoing messages; 'monitor' reads
--- inbox.outbox and inbox.outbox_stats.
+-- includes send and the streams' functions; 'relay' (new) takes, settles and releases outgoing
+-- messages; 'monitor' reads inbox.outbox, inbox.outbox_stats and inbox.streams.
 CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -643,7 +705,10 @@ BEGIN
             'inbox.claim_batch(text, text[]), inbox.apply_batch(text, regprocedure, jsonb), '
             'inbox.upsert_versioned(regclass, jsonb, name), inbox.insert_once(regclass, jsonb), '
             'inbox.message_key(text), inbox.send(text, jsonb, text, jsonb), '
-            'inbox.send_bytes(text, bytea, text, jsonb)'
+            'inbox.send_bytes(text, bytea, text, jsonb), '
+            'inbox.claim_position(text, text, bigint, boolean), '
+            'inbox.claim_positions(text, text, bigint[], boolean), '
+            'inbox.stream_position(text, text)'
         WHEN 'relay' THEN
             'EXECUTE ON FUNCTION inbox.relay_take(text, integer, interval, text[]), '
             'inbox.relay_done(uuid[]), inbox.relay_failed(uuid[], text, interval), '
@@ -655,7 +720,7 @@ BEGIN
             'inbox.unschedule_purge()'
         WHEN 'monitor' THEN
             'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts, inbox.outbox, '
-            'inbox.outbox_stats'
+            'inbox.outbox_stats, inbox.streams'
     END;
     IF privileges IS NULL THEN
         RAISE EXCEPTION 'access must be consume, relay, operate or monitor, not %', quote_literal(access)

@@ -1,6 +1,7 @@
 // The event trigger inbox_guard_drop (drop_guard.hpp): DROP EXTENSION inbox (or DROP SCHEMA
-// inbox CASCADE) is refused while markers or undelivered outgoing messages exist, unless the
-// session says it means it (inbox.allow_drop_with_markers), as TimescaleDB guards its hypertables.
+// inbox CASCADE) is refused while markers, undelivered outgoing messages or streams' positions
+// exist, unless the session says it means it (inbox.allow_drop_with_markers), as TimescaleDB
+// guards its hypertables.
 // Fired at ddl_command_start, before anything is dropped. It fires for DROP OWNED too, where it has
 // nothing to parse: calling it loads the library, so the hook of drop_guard_hook.cpp is in place
 // before the statement drops anything, in a session without shared_preload_libraries as well.
@@ -35,21 +36,47 @@ int64 consumers_with_markers() {
     return isnull ? 0 : DatumGetInt64(count);
 }
 
-// How many outgoing messages wait for a relay (undelivered, dead ones included): committed work
-// that no other service has received yet. 0 in a database not at 1.3. The partial index of
-// undelivered messages: cheap however many delivered ones are kept.
-int64 undelivered_messages() {
+// The count that `sql` reads from the extension's `table`, one of 1.3: 0 in a database not at
+// 1.3 yet.
+int64 count_in_table_of_1_3(const char* table, const char* sql) {
     Oid schema = get_namespace_oid("inbox", true);
-    if (!OidIsValid(schema) || !OidIsValid(get_relname_relid("outbox_messages", schema))) return 0;
+    if (!OidIsValid(schema) || !OidIsValid(get_relname_relid(table, schema))) return 0;
     pg::spi_connect();
-    int rc = SPI_execute(
-        "SELECT pg_catalog.count(*) FROM inbox.outbox_messages m WHERE m.delivered_at IS NULL",
-        true, 1);
-    if (rc != SPI_OK_SELECT) elog(ERROR, "counting the undelivered outgoing messages failed");
+    int rc = SPI_execute(sql, true, 1);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "counting the rows of inbox.%s failed", table);
     bool isnull = true;
     Datum count = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
     SPI_finish();
     return isnull ? 0 : DatumGetInt64(count);
+}
+
+// How many outgoing messages wait for a relay (undelivered, dead ones included): committed work
+// that no other service has received yet. The partial index of undelivered messages: cheap
+// however many delivered ones are kept.
+int64 undelivered_messages() {
+    return count_in_table_of_1_3(
+        "outbox_messages",
+        "SELECT pg_catalog.count(*) FROM inbox.outbox_messages m WHERE m.delivered_at IS NULL");
+}
+
+// How many streams have a committed position: a row each.
+int64 streams_with_positions() {
+    return count_in_table_of_1_3("stream_positions",
+                                 "SELECT pg_catalog.count(*) FROM inbox.stream_positions");
+}
+
+[[noreturn]] void refuse_drop_with_positions(int64 streams) {
+    ereport(ERROR,
+            (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+             errmsg_plural("dropping extension inbox would delete the position of %lld stream",
+                           "dropping extension inbox would delete the positions of %lld streams",
+                           static_cast<unsigned long>(streams), static_cast<long long>(streams)),
+             errdetail("The positions record how far each stream was processed: without them, "
+                       "its consumers resume where their log says, and process again what came "
+                       "after that."),
+             errhint("Keep them first if they matter (pg_dump includes them). To drop them, SET "
+                     "inbox.allow_drop_with_markers = on and drop again.")));
+    pg_unreachable();
 }
 
 [[noreturn]] void refuse_drop_with_undelivered(int64 messages) {
@@ -98,6 +125,8 @@ PGDLLEXPORT Datum inbox_guard_drop(PG_FUNCTION_ARGS) {
     if (consumers > 0) refuse_drop_with_markers(consumers);
     int64 messages = undelivered_messages();
     if (messages > 0) refuse_drop_with_undelivered(messages);
+    int64 streams = streams_with_positions();
+    if (streams > 0) refuse_drop_with_positions(streams);
     PG_RETURN_VOID();
 }
 }

@@ -52,3 +52,10 @@ text* require_message_id(FunctionCallInfo fcinfo, int argno) {
 text* require_message_id_value(text* message_id) {
     return require_identity_length(message_id, "message_id", inbox::max_message_id_bytes);
 }
+
+text* require_stream_name(FunctionCallInfo fcinfo, int argno) {
+    pg::require_argument(fcinfo, argno, "stream",
+                         "A stream names a partition of a log or an aggregate's events, such as "
+                         "'orders/3' or 'account-42'.");
+    return require_identity_length(PG_GETARG_TEXT_PP(argno), "stream", inbox::max_message_id_bytes);
+}

@@ -38,9 +38,10 @@ result, is checked against the statement's one row of output:
     SELECT place_order('key-41', '{...}');         -- {"body": {"order": 1}, "status": 201}
     SELECT inbox.claim('biling', 'msg-1');         -- ERROR 42704: nobody configured biling
 
-A result is true, false, a number or an inbox.outcome value (the first column; what follows
-after commas, up to a colon or a parenthesis, the next columns), a JSON value (compared as JSON with the first
-column; "..." stands for any value), or ERROR and the SQLSTATE the statement must fail with.
+A result is true, false, a number, an inbox.outcome value or an answer of inbox.claim_position (the
+first column; what follows after commas, up to a colon or a parenthesis, the next columns), a JSON
+value (compared as JSON with the first column; "..." stands for any value), or ERROR and the
+SQLSTATE the statement must fail with.
 Comment lines right below a statement whose first line is the statement's column names, as psql
 prints them (columns separated by |), are its whole output, row by row:
 
@@ -65,7 +66,8 @@ FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*(.*)$")
 LINK = re.compile(r"\]\(([^()\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 ROLE_LINE = re.compile(r"^--\s*as\s+(a superuser|[a-z_][a-z0-9_]*)\b")
-OUTCOMES = ("processed", "duplicate", "in_progress", "payload_mismatch", "poisoned", "failed")
+OUTCOMES = ("processed", "duplicate", "in_progress", "payload_mismatch", "poisoned", "failed",
+            "next", "gap")
 EXPECTED_ERROR = re.compile(r"^ERROR\s+([0-9A-Z]{5})\b")
 SCALAR = re.compile(r"^(true|false|%s|-?\d+(?:\.\d+)?)\b([^:(]*)" % "|".join(OUTCOMES))
 

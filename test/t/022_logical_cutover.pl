@@ -53,8 +53,8 @@ $publisher->safe_psql('shop', q{
 is( $publisher->safe_psql('shop', q{
 		SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_publication_tables
 		WHERE pubname = 'everything' AND schemaname = 'inbox'}),
-	'consumer_registry marker_details markers outbox_messages',
-	'a publication FOR ALL TABLES holds the tables of the extension, the outbox among them');
+	'consumer_registry marker_details markers outbox_messages stream_positions',
+	'a publication FOR ALL TABLES holds the tables of the extension, the outbox and the streams among them');
 $publisher->safe_psql('shop', 'DROP PUBLICATION everything');
 
 # The new server's schema, as the docs make it: the roles (those that exist already fail to be
