@@ -22,8 +22,9 @@ LAYERS = [
     ["settings"],  # the inbox.* settings (src/settings.*)
     ["store"],  # the markers, their details and the consumer registry, as tables
     ["stats"],  # what shared memory counts: claims, failed attempts; and what shows it
-    # the SQL functions (claim, streams' positions, upsert), the workers and the hooks
-    ["claim", "stream", "purge", "upsert", "drop"],
+    # the SQL functions (claim, upsert), the workers and the hooks
+    ["claim", "purge", "upsert", "drop"],
+    ["stream"],  # streams' positions, counted in inbox.stats as claims are
     ["module"],  # src/module.cpp: what the library registers when it is loaded
 ]
 RANK = {folder: rank for rank, layer in enumerate(LAYERS) for folder in layer}

@@ -35,7 +35,8 @@ CREATE VIEW owned_entry_points (entry_point, statement) AS VALUES
         'owned_entry(jsonb)', '[{"id": "m-7", "payload": {"entry": "e-7"}}]') b$$),
     ('claim_position', $$SELECT inbox.claim_position(%1$L, 'stream-1', 1)$$),
     ('claim_positions', $$SELECT inbox.claim_positions(%1$L, 'stream-2', ARRAY[1, 2])::text$$),
-    ('stream_position', $$SELECT inbox.stream_position(%1$L, 'stream-1')::text$$);
+    ('stream_position', $$SELECT inbox.stream_position(%1$L, 'stream-1')::text$$),
+    ('retire_stream', $$SELECT inbox.retire_stream(%1$L, 'stream-3')::text$$);
 -- Every entry point called for `consumer` by the current role, each in a subtransaction of its
 -- own (answer(), test/regress/helpers.sql): what it returned, or its SQLSTATE and message.
 CREATE FUNCTION owned_calls(consumer text) RETURNS TABLE (entry_point text, answer text)

@@ -61,6 +61,15 @@ SELECT r.name, count(*) AS markers FROM inbox.markers m JOIN inbox.consumer_regi
     ON r.id = m.consumer_id WHERE r.name IN ('cr-after-loss', 'cr-wrapped') GROUP BY r.name
 ORDER BY r.name;
 TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry;
+-- The same for an id that only a stream's position carries: the new consumer does not adopt the
+-- stream.
+SELECT inbox.claim_position('cr-streamed', 's/0', 5);
+TRUNCATE inbox.consumer_registry;
+SELECT inbox.claim('cr-after-stream-loss', 'm-1');
+SELECT s.consumer_id, r.name AS registered_as, s.stream, s.position
+FROM inbox.stream_positions s LEFT JOIN inbox.consumer_registry r ON r.id = s.consumer_id;
+SELECT id, name FROM inbox.consumer_registry ORDER BY id;
+TRUNCATE inbox.markers, inbox.marker_details, inbox.consumer_registry, inbox.stream_positions;
 
 -- A read-only transaction is refused by every writing function at once, with its own name and
 -- 25006.

@@ -661,6 +661,14 @@ AS 'MODULE_PATHNAME', 'inbox_stream_position';
 COMMENT ON FUNCTION inbox.stream_position(text, text) IS
     'The committed position of a stream (NULL: never claimed): a consumer resumes after it.';
 
+CREATE FUNCTION inbox.retire_stream(consumer text, stream text)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'inbox_retire_stream';
+COMMENT ON FUNCTION inbox.retire_stream(text, text) IS
+    'Deletes a stream''s position (a topic deleted, an aggregate archived): its next claim starts '
+    'it afresh. True when it had one.';
+
 CREATE VIEW inbox.streams AS
 SELECT r.name AS consumer, s.stream, s.position, s.updated_at
 FROM inbox.stream_positions s
@@ -670,20 +678,23 @@ COMMENT ON VIEW inbox.streams IS
 REVOKE ALL ON inbox.streams FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION inbox.claim_position(text, text, bigint, boolean),
-    inbox.claim_positions(text, text, bigint[], boolean), inbox.stream_position(text, text)
-    FROM PUBLIC;
+    inbox.claim_positions(text, text, bigint[], boolean), inbox.stream_position(text, text),
+    inbox.retire_stream(text, text) FROM PUBLIC;
 -- 'consume' includes the streams' functions, also for the roles granted it before the update.
 SELECT inbox.grant_execute_like('inbox.claim(text, text)',
                                 'inbox.claim_position(text, text, bigint, boolean)');
 SELECT inbox.grant_execute_like('inbox.claim(text, text)',
                                 'inbox.claim_positions(text, text, bigint[], boolean)');
 SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.stream_position(text, text)');
+-- 'operate' includes retiring a stream, as it includes forgetting a message.
+SELECT inbox.grant_execute_like('inbox.forget(text, text)', 'inbox.retire_stream(text, text)');
 DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
 
--- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer, and
--- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand); 'consume'
--- includes send and the streams' functions; 'relay' (new) takes, settles and releases outgoing
--- messages; 'monitor' reads inbox.outbox, inbox.outbox_stats and inbox.streams.
+-- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer,
+-- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand) and
+-- retire_stream; 'consume' includes send and the streams' claims; 'relay' (new) takes, settles
+-- and releases outgoing messages; 'monitor' reads inbox.outbox, inbox.outbox_stats and
+-- inbox.streams.
 CREATE OR REPLACE FUNCTION inbox.grant_access(grantee regrole, access text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -717,7 +728,7 @@ BEGIN
             'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
             'inbox.configure_consumer(text, interval, integer, regrole), '
             'inbox.reset_consumer(text, text[]), inbox.schedule_purge(text), '
-            'inbox.unschedule_purge()'
+            'inbox.unschedule_purge(), inbox.retire_stream(text, text)'
         WHEN 'monitor' THEN
             'SELECT ON inbox.stats, inbox.workers, inbox.consumers, inbox.attempts, inbox.outbox, '
             'inbox.outbox_stats, inbox.streams'
@@ -727,8 +738,8 @@ BEGIN
         USING ERRCODE = 'invalid_parameter_value',
               HINT = 'consume: claim, apply, receive, send and the rest of the consumer''s '
                      'calls; relay: relay_take, relay_done, relay_failed, relay_release; '
-                     'operate: forget, purge, schedule_purge, configure_consumer, '
-                     'reset_consumer, stats_reset; monitor: the views.';
+                     'operate: forget, retire_stream, purge, schedule_purge, '
+                     'configure_consumer, reset_consumer, stats_reset; monitor: the views.';
     END IF;
     -- On the extension's own objects: those Citus copies to no worker node (below).
     grants := ARRAY[format('GRANT %s TO %s', privileges, grantee)];

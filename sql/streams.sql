@@ -87,6 +87,40 @@ SELECT count(*) AS streams, max(position) FILTER (WHERE stream = 'orders/0') AS 
 FROM inbox.streams WHERE consumer = 'orders-consumer';
 SELECT inbox.claim_position('orders-consumer', repeat('s', 128), 1) AS longest_stream;
 
+-- Counted in inbox.stats as claims of messages are: a next position as applied when its
+-- transaction commits (not when it rolls back), a duplicate at once, a gap not at all; a batch
+-- counts each position.
+SELECT inbox.stats_reset();
+CREATE VIEW stream_counts AS
+SELECT consumer, applied, duplicates FROM inbox.stats WHERE consumer = 'counted';
+SELECT inbox.claim_position('counted', 'c/0', 1) AS next, inbox.claim_position('counted', 'c/0', 1) AS duplicate;
+BEGIN;
+SELECT inbox.claim_position('counted', 'c/0', 2) AS next_rolled_back;
+SELECT * FROM stream_counts;
+ROLLBACK;
+SELECT inbox.claim_position('counted', 'c/1', 2, true) AS gap;
+SELECT * FROM stream_counts;
+SELECT inbox.claim_positions('counted', 'c/0', ARRAY[0, 1, 2, 3, 3]) AS batch;
+SELECT inbox.claim_positions('counted', 'c/1', ARRAY[1, 2, 4], true) AS contiguous_batch;
+SELECT * FROM stream_counts;
+DROP VIEW stream_counts;
+
+-- A stream retired (a topic deleted, an aggregate archived) loses its position, waiting for a
+-- claim in flight; its next claim starts it afresh. An unknown stream or consumer: false.
+SELECT inbox.retire_stream('counted', 'c/0') AS retired, inbox.retire_stream('counted', 'c/0') AS again,
+       inbox.retire_stream('nobody', 'c/0') AS unknown_consumer;
+SELECT inbox.stream_position('counted', 'c/0') AS no_position,
+       inbox.claim_position('counted', 'c/0', 0) AS afresh;
+BEGIN;
+SELECT inbox.retire_stream('counted', 'c/0') AS retired_rolled_back;
+ROLLBACK;
+SELECT inbox.stream_position('counted', 'c/0') AS kept;
+SELECT outcome($$SELECT inbox.retire_stream('counted', NULL)$$) AS null_stream,
+       outcome($$SELECT inbox.retire_stream(NULL, 'c/0')$$) AS null_consumer;
+BEGIN READ ONLY;
+SELECT outcome($$SELECT inbox.retire_stream('counted', 'c/0')$$) AS read_only;
+ROLLBACK;
+
 -- A stream costs its row: the consumer's id, the position, the time and the name.
 SELECT pg_column_size(s.*) AS row_bytes FROM inbox.stream_positions s
 JOIN inbox.consumer_registry r ON r.id = s.consumer_id

@@ -1,11 +1,11 @@
 // See consumer_registration.hpp. An id is chosen without waiting: the first id above the
 // registry's highest (then, when those are used up, from the lowest up) that no committed
-// registration holds, no marker carries and no open registration is taking. The markers count as
-// much as the registry: a registry lost on its own (a restore whose copy of it failed) must not
-// hand a new consumer the markers of an old one. Each candidate is reserved by a transaction-level
-// lock taken without waiting (an open registration holding it is passed over) and checked against
-// the committed rows once reserved; the lock goes with the transaction, or with the subtransaction
-// that rolls back, as the row does.
+// registration holds, no marker or stream position carries and no open registration is taking.
+// The markers and positions count as much as the registry: a registry lost on its own (a restore
+// whose copy of it failed) must not hand a new consumer the markers or streams of an old one. Each
+// candidate is reserved by a transaction-level lock taken without waiting (an open registration
+// holding it is passed over) and checked against the committed rows once reserved; the lock goes
+// with the transaction, or with the subtransaction that rolls back, as the row does.
 extern "C" {
 #include "postgres.h"
 #include "access/xlog.h"
@@ -67,6 +67,15 @@ MarkerStatement find_id_in_markers = {
     .argtypes = {INT2OID},
     .plan = nullptr};
 
+// The streams' positions (1.3) carry consumer ids too; their primary key leads with the consumer.
+MarkerStatement find_id_in_streams = {
+    .sql =
+        "SELECT 1 FROM inbox.stream_positions WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
+        "LIMIT 1",
+    .nargs = 1,
+    .argtypes = {INT2OID},
+    .plan = nullptr};
+
 // ON CONFLICT waits for an open transaction registering the same name, and inserts nothing when
 // a committed one did. An id is never in conflict: it is reserved and checked before.
 MarkerStatement insert_registry_row = {
@@ -77,13 +86,17 @@ MarkerStatement insert_registry_row = {
     .argtypes = {INT2OID, TEXTOID},
     .plan = nullptr};
 
-// Whether a committed registration holds `id`, or a committed marker carries it (every commit so
-// far, whatever this transaction's snapshot).
+// Whether a committed registration holds `id`, or a committed marker or stream position carries
+// it (every commit so far, whatever this transaction's snapshot).
 bool id_taken(int32 id) {
     Datum value = Int16GetDatum(static_cast<int16>(id));
     read_latest_as_store_owner(&find_id, &value);
     if (SPI_processed > 0) return true;
     read_latest_as_store_owner(&find_id_in_markers, &value);
+    if (SPI_processed > 0) return true;
+    Oid streams_owner = stream_positions_owner();
+    if (!OidIsValid(streams_owner)) return false;
+    read_latest_as(streams_owner, &find_id_in_streams, &value);
     return SPI_processed > 0;
 }
 

@@ -42,6 +42,14 @@ Oid find_table(const char* name, LOCKMODE mode) {
     return RangeVarGetRelidExtended(table, mode, RVR_MISSING_OK, nullptr, nullptr);
 }
 
+CallerIdentity become_role(Oid role) {
+    CallerIdentity caller;
+    GetUserIdAndSecContext(&caller.user, &caller.security_context);
+    SetUserIdAndSecContext(role, caller.security_context | SECURITY_LOCAL_USERID_CHANGE |
+                                     SECURITY_RESTRICTED_OPERATION);
+    return caller;
+}
+
 [[noreturn]] void report_missing_store() {
     ereport(ERROR,
             (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the marker tables of inbox are missing"),
@@ -109,11 +117,7 @@ bool lock_outbox_for_purge() {
 }
 
 CallerIdentity become_store_owner(const MarkerStore* store) {
-    CallerIdentity caller;
-    GetUserIdAndSecContext(&caller.user, &caller.security_context);
-    SetUserIdAndSecContext(store->owner, caller.security_context | SECURITY_LOCAL_USERID_CHANGE |
-                                             SECURITY_RESTRICTED_OPERATION);
-    return caller;
+    return become_role(store->owner);
 }
 
 void return_to_caller(CallerIdentity caller) {
@@ -131,11 +135,10 @@ namespace {
 
 using PlanExecutor = int (*)(SPIPlanPtr, const char*, const Datum*, const char*);
 
-int run_as_store_owner(PlanExecutor execute, MarkerStatement* statement, const Datum* values,
-                       const char* nulls) {
-    const MarkerStore* store = marker_store();
+int run_as(Oid role, PlanExecutor execute, MarkerStatement* statement, const Datum* values,
+           const char* nulls) {
     SPIPlanPtr plan = prepared_plan(statement);
-    CallerIdentity caller = become_store_owner(store);
+    CallerIdentity caller = become_role(role);
     int rc = execute(plan, statement->sql, values, nulls);
     return_to_caller(caller);
     return rc;
@@ -144,9 +147,23 @@ int run_as_store_owner(PlanExecutor execute, MarkerStatement* statement, const D
 }  // namespace
 
 int execute_as_store_owner(MarkerStatement* statement, const Datum* values, const char* nulls) {
-    return run_as_store_owner(pg::execute_plan, statement, values, nulls);
+    return run_as(marker_store()->owner, pg::execute_plan, statement, values, nulls);
 }
 
 int read_latest_as_store_owner(MarkerStatement* statement, const Datum* values) {
-    return run_as_store_owner(pg::execute_plan_latest, statement, values, nullptr);
+    return run_as(marker_store()->owner, pg::execute_plan_latest, statement, values, nullptr);
+}
+
+Oid stream_positions_owner() {
+    Oid table = find_table("stream_positions", NoLock);
+    if (!OidIsValid(table)) return InvalidOid;
+    HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(table));
+    if (!HeapTupleIsValid(tuple)) return InvalidOid;
+    Oid owner = ((Form_pg_class)GETSTRUCT(tuple))->relowner;
+    ReleaseSysCache(tuple);
+    return owner;
+}
+
+int read_latest_as(Oid owner, MarkerStatement* statement, const Datum* values) {
+    return run_as(owner, pg::execute_plan_latest, statement, values, nullptr);
 }

@@ -83,3 +83,11 @@ int execute_as_store_owner(MarkerStatement* statement, const Datum* values,
 // The same for a statement that reads, with a snapshot taken now (pg::execute_plan_latest): the
 // registry as every committed transaction left it.
 int read_latest_as_store_owner(MarkerStatement* statement, const Datum* values);
+
+// The owner of the streams' positions (inbox.stream_positions), which a DBA may have given to
+// another role than the store's; InvalidOid in a database not at 1.3 yet.
+Oid stream_positions_owner();
+
+// read_latest_as_store_owner as `owner`, for a statement on a table of the extension's that is
+// not the store's.
+int read_latest_as(Oid owner, MarkerStatement* statement, const Datum* values);

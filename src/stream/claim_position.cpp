@@ -1,9 +1,9 @@
-// inbox.claim_position, inbox.claim_positions and inbox.stream_position: one committed position
-// per (consumer, stream) in inbox.stream_positions, moved by the claiming transaction, so that
-// the position commits with the work or not at all. A claim locks the stream's row before it
-// reads the position: two claims of one stream wait for each other, as two copies of a message
-// do, and the second reads what the first committed. Under REPEATABLE READ, a stream moved
-// after the snapshot is a serialization failure (40001). C-style, inside PostgreSQL's error
+// inbox.claim_position, inbox.claim_positions, inbox.stream_position and inbox.retire_stream: one
+// committed position per (consumer, stream) in inbox.stream_positions, moved by the claiming
+// transaction, so that the position commits with the work or not at all. A claim locks the stream's
+// row before it reads the position: two claims of one stream wait for each other, as two copies of
+// a message do, and the second reads what the first committed. Under REPEATABLE READ, a stream
+// moved after the snapshot is a serialization failure (40001). C-style, inside PostgreSQL's error
 // handling.
 extern "C" {
 #include "postgres.h"
@@ -17,6 +17,7 @@ extern "C" {
 
 #include <cstdlib>
 
+#include "claim/pending_claims.hpp"
 #include "pg/arguments.hpp"
 #include "pg/palloc_elements.hpp"
 #include "pg/spi.hpp"
@@ -77,6 +78,15 @@ MarkerStatement advance_stream = {
         "WHERE s.position OPERATOR(pg_catalog.<) excluded.position RETURNING 1",
     .nargs = 3,
     .argtypes = {INT2OID, TEXTOID, INT8OID},
+    .plan = nullptr};
+
+MarkerStatement delete_stream = {
+    .sql =
+        "DELETE FROM inbox.stream_positions "
+        "WHERE consumer_id OPERATOR(pg_catalog.=) $1 "
+        "AND stream OPERATOR(pg_catalog.=) $2 COLLATE pg_catalog.\"C\"",
+    .nargs = 2,
+    .argtypes = {INT2OID, TEXTOID},
     .plan = nullptr};
 
 // The position the statement read, if it read a row.
@@ -149,6 +159,13 @@ int64* require_positions(FunctionCallInfo fcinfo, int argno, int* count) {
     return positions;
 }
 
+// Positions count in inbox.stats as claims of messages do: the next ones as applied when the
+// transaction commits, the duplicates now; a position after a gap is no delivery yet.
+void count_positions(text* consumer, const inbox::PositionRun& run) {
+    count_claims(consumer, static_cast<int64>(run.end_next - run.first_next),
+                 static_cast<int64>(run.first_next));
+}
+
 bool contiguous_argument(FunctionCallInfo fcinfo, int argno) {
     pg::require_argument(fcinfo, argno, "contiguous",
                          "true for positions numbered 1, 2, 3 without holes (an aggregate's "
@@ -174,17 +191,18 @@ PGDLLEXPORT Datum inbox_claim_position(PG_FUNCTION_ARGS) {
     pg::spi_connect();
     Consumer consumer;
     find_consumer_to_act(consumer_name, Registration::by_claim, &consumer);
-    const char* answer = nullptr;
+    inbox::PositionRun run = {0, 0};
     if (contiguous) {
-        inbox::PositionRun run = claim_in_stream(consumer, stream, &position, 1, true);
-        answer = run.first_next == 1 ? "duplicate" : run.end_next == 1 ? "next" : "gap";
+        run = claim_in_stream(consumer, stream, &position, 1, true);
     } else {
         Datum values[3] = {Int16GetDatum(consumer.id), PointerGetDatum(stream),
                            Int64GetDatum(position)};
         execute_as_store_owner(&advance_stream, values);
-        answer = SPI_processed == 1 ? "next" : "duplicate";
+        run = SPI_processed == 1 ? inbox::PositionRun{0, 1} : inbox::PositionRun{1, 1};
     }
     SPI_finish();
+    count_positions(consumer_name, run);
+    const char* answer = run.first_next == 1 ? "duplicate" : run.end_next == 1 ? "next" : "gap";
     PG_RETURN_TEXT_P(cstring_to_text(answer));
 }
 
@@ -205,6 +223,7 @@ PGDLLEXPORT Datum inbox_claim_positions(PG_FUNCTION_ARGS) {
     inbox::PositionRun run = claim_in_stream(consumer, stream, positions, count, contiguous);
     SPI_finish();
     int next_count = static_cast<int>(run.end_next - run.first_next);
+    count_positions(consumer_name, run);
     Datum* next = pg::palloc_elements<Datum>(next_count > 0 ? next_count : 1);
     for (int i = 0; i < next_count; i++) next[i] = Int64GetDatum(positions[run.first_next + i]);
     PG_RETURN_ARRAYTYPE_P(
@@ -224,5 +243,24 @@ PGDLLEXPORT Datum inbox_stream_position(PG_FUNCTION_ARGS) {
     SPI_finish();
     if (!committed.known) PG_RETURN_NULL();
     PG_RETURN_INT64(committed.position);
+}
+
+// Deletes the stream's position (waiting for a claim in flight): its next claim starts it afresh.
+// True when it had one.
+PG_FUNCTION_INFO_V1(inbox_retire_stream);
+PGDLLEXPORT Datum inbox_retire_stream(PG_FUNCTION_ARGS) {
+    pg::require_writable("inbox.retire_stream()");
+    text* consumer_name = require_consumer_name(fcinfo, 0);
+    text* stream = require_stream_name(fcinfo, 1);
+    pg::spi_connect();
+    Consumer consumer;
+    bool retired = false;
+    if (find_consumer_to_act(consumer_name, Registration::none, &consumer)) {
+        Datum values[2] = {Int16GetDatum(consumer.id), PointerGetDatum(stream)};
+        execute_as_store_owner(&delete_stream, values);
+        retired = SPI_processed > 0;
+    }
+    SPI_finish();
+    PG_RETURN_BOOL(retired);
 }
 }
