@@ -60,4 +60,6 @@ INBOX_SOURCES = \
 	src/drop/drop_guard.cpp \
 	src/drop/drop_guard_hook.cpp \
 	src/drop/citus_drop.cpp \
+	src/outbox/message_id.cpp \
+	src/outbox/send.cpp \
 	src/module.cpp

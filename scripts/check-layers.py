@@ -24,6 +24,7 @@ LAYERS = [
     ["stats"],  # what shared memory counts: claims, failed attempts; and what shows it
     # the SQL functions (claim, streams' positions, upsert), the workers and the hooks
     ["claim", "stream", "purge", "upsert", "drop"],
+    ["outbox"],  # inbox.send: records the cause the claims leave
     ["module"],  # src/module.cpp: what the library registers when it is loaded
 ]
 RANK = {folder: rank for rank, layer in enumerate(LAYERS) for folder in layer}
