@@ -28,6 +28,7 @@ extern "C" {
 #include "outbox/message_id.hpp"
 #include "pg/compat.hpp"
 #include "pg/spi.hpp"
+#include "store/outbox_insert.hpp"
 
 namespace {
 
@@ -98,19 +99,9 @@ void lock_key(const text* destination, const text* key) {
     DirectFunctionCall1(pg_advisory_xact_lock_int8, lock);
 }
 
-// Runs as the function's owner, the extension's, who owns the table: callers need EXECUTE on
-// inbox.send, never a privilege on the table. Every name is qualified: the plan is re-analysed
-// under the caller's search_path when it changes.
-const char* const insert_message_sql =
-    "INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key, "
-    "headers, payload, payload_bytes, cause_consumer, cause_message_id) "
-    "VALUES (pg_catalog.nextval('inbox.outbox_ordinal'::pg_catalog.regclass), $1, $1, $2, $3, $4, "
-    "$5, $6, $7, $8, $9)";
-const Oid insert_message_types[] = {TIMESTAMPTZOID, UUIDOID,  TEXTOID, TEXTOID, JSONBOID,
-                                    JSONBOID,       BYTEAOID, TEXTOID, TEXTOID};
-SPIPlanPtr insert_message_plan = nullptr;
-
-// The owner of the called function, looked up once per call site (as SECURITY DEFINER does).
+// The owner of the called function, looked up once per call site (as SECURITY DEFINER does):
+// the message is written as the extension's owner, who owns the table, so that callers need
+// EXECUTE on inbox.send, never a privilege on the table.
 Oid function_owner(FunctionCallInfo fcinfo) {
     FmgrInfo* function = fcinfo->flinfo;
     if (function->fn_extra == nullptr) {
@@ -125,23 +116,37 @@ Oid function_owner(FunctionCallInfo fcinfo) {
     return *static_cast<Oid*>(function->fn_extra);
 }
 
-void insert_message(FunctionCallInfo fcinfo, const Datum* values, const char* nulls) {
+// The statement that writes the message where the direct insert does not serve the table
+// (store/outbox_insert.hpp). Every name is qualified: the plan is re-analysed under the caller's
+// search_path when it changes.
+const char* const insert_message_sql =
+    "INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key, "
+    "headers, payload, payload_bytes, cause_consumer, cause_message_id) "
+    "VALUES (pg_catalog.nextval('inbox.outbox_ordinal'::pg_catalog.regclass), $1, $1, $2, $3, $4, "
+    "$5, $6, $7, $8, $9)";
+const Oid insert_message_types[outgoing_values] = {
+    TIMESTAMPTZOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, BYTEAOID, TEXTOID, TEXTOID};
+SPIPlanPtr insert_message_plan = nullptr;
+
+void insert_message_with_statement(Oid owner, const Datum* values, const bool* nulls) {
     if (insert_message_plan == nullptr)
-        insert_message_plan = pg::prepare_kept_plan(
-            insert_message_sql, lengthof(insert_message_types), insert_message_types);
+        insert_message_plan =
+            pg::prepare_kept_plan(insert_message_sql, outgoing_values, insert_message_types);
+    char null_flags[outgoing_values];
+    for (int i = 0; i < outgoing_values; i++) null_flags[i] = nulls[i] ? 'n' : ' ';
     Oid caller;
     int security_context;
     GetUserIdAndSecContext(&caller, &security_context);
-    SetUserIdAndSecContext(function_owner(fcinfo), security_context | SECURITY_LOCAL_USERID_CHANGE |
-                                                       SECURITY_RESTRICTED_OPERATION);
+    SetUserIdAndSecContext(
+        owner, security_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
     pg::spi_connect();
-    pg::execute_plan(insert_message_plan, insert_message_sql, values, nulls);
+    pg::execute_plan(insert_message_plan, insert_message_sql, values, null_flags);
     SPI_finish();
     SetUserIdAndSecContext(caller, security_context);
 }
 
-// Arguments: destination, payload (jsonb or bytea: `payload_column`, 0 or 1), key, headers.
-Datum send_message(FunctionCallInfo fcinfo, int payload_column) {
+// Arguments: destination, payload (jsonb or bytea: `payload_column`), key, headers.
+Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
     require_writable_transaction();
     const text* destination = PG_ARGISNULL(0) ? nullptr : PG_GETARG_TEXT_PP(0);
     const text* key = PG_ARGISNULL(2) ? nullptr : PG_GETARG_TEXT_PP(2);
@@ -158,21 +163,23 @@ Datum send_message(FunctionCallInfo fcinfo, int payload_column) {
     TimestampTz sent_at = GetCurrentTimestamp();
     auto* id = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
     *id = outbox_message_id(sent_at);
-    Datum values[9] = {TimestampTzGetDatum(sent_at),
-                       UUIDPGetDatum(id),
-                       PointerGetDatum(destination),
-                       PointerGetDatum(key),
-                       PointerGetDatum(headers),
-                       0,
-                       0,
-                       0,
-                       0};
-    char nulls[9] = {' ', ' ', ' ', key == nullptr ? 'n' : ' ', headers == nullptr ? 'n' : ' ', 'n',
-                     'n', 'n', 'n'};
-    values[5 + payload_column] = PG_GETARG_DATUM(1);
-    nulls[5 + payload_column] = ' ';
-    if (claimed_cause(&values[7], &values[8])) nulls[7] = nulls[8] = ' ';
-    insert_message(fcinfo, values, nulls);
+    Datum values[outgoing_values] = {};
+    bool nulls[outgoing_values] = {};
+    values[sent_at_value] = TimestampTzGetDatum(sent_at);
+    values[id_value] = UUIDPGetDatum(id);
+    values[destination_value] = PointerGetDatum(destination);
+    values[key_value] = PointerGetDatum(key);
+    nulls[key_value] = key == nullptr;
+    values[headers_value] = PointerGetDatum(headers);
+    nulls[headers_value] = headers == nullptr;
+    values[payload_value] = values[payload_bytes_value] = PG_GETARG_DATUM(1);
+    nulls[payload_value] = payload_column != payload_value;
+    nulls[payload_bytes_value] = payload_column != payload_bytes_value;
+    nulls[cause_consumer_value] = nulls[cause_message_id_value] =
+        !claimed_cause(&values[cause_consumer_value], &values[cause_message_id_value]);
+    Oid owner = function_owner(fcinfo);
+    if (!insert_outgoing_message_directly(owner, values, nulls))
+        insert_message_with_statement(owner, values, nulls);
     // Delivered at commit only (and once per destination per transaction).
     Async_Notify("inbox_outbox", text_to_cstring(destination));
     PG_RETURN_UUID_P(id);
@@ -184,11 +191,11 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_send);
 PGDLLEXPORT Datum inbox_send(PG_FUNCTION_ARGS) {
-    return send_message(fcinfo, 0);
+    return send_message(fcinfo, payload_value);
 }
 
 PG_FUNCTION_INFO_V1(inbox_send_bytes);
 PGDLLEXPORT Datum inbox_send_bytes(PG_FUNCTION_ARGS) {
-    return send_message(fcinfo, 1);
+    return send_message(fcinfo, payload_bytes_value);
 }
 }
