@@ -238,7 +238,7 @@ REVOKE ALL ON FUNCTION inbox.claimed_cause() FROM PUBLIC;
 -- SELECT inbox.send_message(destination, payload, NULL, key, headers) and
 -- SELECT inbox.send_message(destination, NULL, payload, key, headers). The library's send
 -- (src/outbox/send.cpp) does the same in C, at a fraction of the cost; regress
--- outbox_sql_edition holds the two to the same answers, rows, lock and notification. Commit
+-- outbox_sql_edition holds the two to the same answers, errors, rows, ids and lock. Commit
 -- order within a key: the ordinal is taken after a transaction-level lock on (destination, key),
 -- held until the sender commits or rolls back, so that of two senders of one key the second
 -- numbers its message only after the first ended, and numbering order is commit order. The

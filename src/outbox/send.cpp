@@ -1,7 +1,7 @@
 // inbox.send and inbox.send_bytes: an outgoing message written in the caller's transaction
 // (docs/outbox.md). The library's form of inbox.send_message, the SQL edition's body, which says
 // what a send does step by step; regress outbox_sql_edition holds the two to the same answers,
-// rows, lock and notification. In C because a send is on the application's hot path: the
+// errors, rows, ids and lock. In C because a send is on the application's hot path: the
 // PL/pgSQL body costs several times the INSERT it makes.
 extern "C" {
 #include "postgres.h"
@@ -10,7 +10,6 @@ extern "C" {
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_proc.h"
-#include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -27,7 +26,6 @@ extern "C" {
 #include "claim/claimed_cause.hpp"
 #include "outbox/message_id.hpp"
 #include "pg/compat.hpp"
-#include "pg/spi.hpp"
 #include "store/outbox_insert.hpp"
 
 namespace {
@@ -116,35 +114,6 @@ Oid function_owner(FunctionCallInfo fcinfo) {
     return *static_cast<Oid*>(function->fn_extra);
 }
 
-// The statement that writes the message where the direct insert does not serve the table
-// (store/outbox_insert.hpp). Every name is qualified: the plan is re-analysed under the caller's
-// search_path when it changes.
-const char* const insert_message_sql =
-    "INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key, "
-    "headers, payload, payload_bytes, cause_consumer, cause_message_id) "
-    "VALUES (pg_catalog.nextval('inbox.outbox_ordinal'::pg_catalog.regclass), $1, $1, $2, $3, $4, "
-    "$5, $6, $7, $8, $9)";
-const Oid insert_message_types[outgoing_values] = {
-    TIMESTAMPTZOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, BYTEAOID, TEXTOID, TEXTOID};
-SPIPlanPtr insert_message_plan = nullptr;
-
-void insert_message_with_statement(Oid owner, const Datum* values, const bool* nulls) {
-    if (insert_message_plan == nullptr)
-        insert_message_plan =
-            pg::prepare_kept_plan(insert_message_sql, outgoing_values, insert_message_types);
-    char null_flags[outgoing_values];
-    for (int i = 0; i < outgoing_values; i++) null_flags[i] = nulls[i] ? 'n' : ' ';
-    Oid caller;
-    int security_context;
-    GetUserIdAndSecContext(&caller, &security_context);
-    SetUserIdAndSecContext(
-        owner, security_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-    pg::spi_connect();
-    pg::execute_plan(insert_message_plan, insert_message_sql, values, null_flags);
-    SPI_finish();
-    SetUserIdAndSecContext(caller, security_context);
-}
-
 // Arguments: destination, payload (jsonb or bytea: `payload_column`), key, headers.
 Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
     require_writable_transaction();
@@ -177,9 +146,7 @@ Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
     nulls[payload_bytes_value] = payload_column != payload_bytes_value;
     nulls[cause_consumer_value] = nulls[cause_message_id_value] =
         !claimed_cause(&values[cause_consumer_value], &values[cause_message_id_value]);
-    Oid owner = function_owner(fcinfo);
-    if (!insert_outgoing_message_directly(owner, values, nulls))
-        insert_message_with_statement(owner, values, nulls);
+    insert_outgoing_message(function_owner(fcinfo), values, nulls);
     // Delivered at commit only (and once per destination per transaction).
     Async_Notify("inbox_outbox", text_to_cstring(destination));
     PG_RETURN_UUID_P(id);

@@ -17,6 +17,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
+#include "pg/spi.hpp"
 #include "store/outbox_insert.hpp"
 
 namespace {
@@ -129,10 +130,10 @@ void insert_into(Relation table, Oid sequence, const Datum values[outgoing_value
     FreeExecutorState(estate);
 }
 
-}  // namespace
-
-bool insert_outgoing_message_directly(Oid owner, const Datum values[outgoing_values],
-                                      const bool nulls[outgoing_values]) {
+// Whether the direct insert wrote the message: false, with nothing done, when only the
+// statement does what the table asks.
+bool insert_directly(Oid owner, const Datum values[outgoing_values],
+                     const bool nulls[outgoing_values]) {
     // A permission hook (sepgsql, pgaudit) must see the statement.
     if (IsInParallelMode() || ExecutorCheckPerms_hook != nullptr) return false;
     const OutboxTarget* found = outbox_target();
@@ -141,21 +142,49 @@ bool insert_outgoing_message_directly(Oid owner, const Datum values[outgoing_val
     if (table == nullptr) return false;
     // Decided with the table locked, which brings the invalidations of what committed meanwhile.
     const OutboxTarget* target = outbox_target();
-    bool direct = RelationGetRelid(table) == target->table && plain_table(table);
-    if (direct) {
-        Oid caller;
-        int security_context;
-        GetUserIdAndSecContext(&caller, &security_context);
-        SetUserIdAndSecContext(
-            owner, security_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-        // The statement's permission check, made on every insert as the executor makes it:
-        // grants and role memberships change without a relcache invalidation.
-        direct = pg_class_aclcheck(RelationGetRelid(table), owner, ACL_INSERT) == ACLCHECK_OK;
-        if (direct) insert_into(table, target->sequence, values, nulls);
-        SetUserIdAndSecContext(caller, security_context);
-    }
+    // The statement's permission check, made on every insert as the executor makes it: grants
+    // and role memberships change without a relcache invalidation.
+    bool direct = RelationGetRelid(table) == target->table && plain_table(table) &&
+                  pg_class_aclcheck(RelationGetRelid(table), owner, ACL_INSERT) == ACLCHECK_OK;
+    if (direct) insert_into(table, target->sequence, values, nulls);
     table_close(table, NoLock);
     // As after the statement: what follows in the transaction sees the message.
     if (direct) CommandCounterIncrement();
     return direct;
+}
+
+// Every name qualified: the plan is re-analysed under the caller's search_path when it changes.
+const char* const insert_message_sql =
+    "INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key, "
+    "headers, payload, payload_bytes, cause_consumer, cause_message_id) "
+    "VALUES (pg_catalog.nextval('inbox.outbox_ordinal'::pg_catalog.regclass), $1, $1, $2, $3, $4, "
+    "$5, $6, $7, $8, $9)";
+const Oid insert_message_types[outgoing_values] = {
+    TIMESTAMPTZOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, BYTEAOID, TEXTOID, TEXTOID};
+SPIPlanPtr insert_message_plan = nullptr;
+
+void insert_with_statement(const Datum values[outgoing_values], const bool nulls[outgoing_values]) {
+    if (insert_message_plan == nullptr)
+        insert_message_plan =
+            pg::prepare_kept_plan(insert_message_sql, outgoing_values, insert_message_types);
+    char null_flags[outgoing_values];
+    for (int i = 0; i < outgoing_values; i++) null_flags[i] = nulls[i] ? 'n' : ' ';
+    pg::spi_connect();
+    pg::execute_plan(insert_message_plan, insert_message_sql, values, null_flags);
+    SPI_finish();
+}
+
+}  // namespace
+
+void insert_outgoing_message(Oid owner, const Datum values[outgoing_values],
+                             const bool nulls[outgoing_values]) {
+    Oid caller;
+    int security_context;
+    GetUserIdAndSecContext(&caller, &security_context);
+    // Inside a security-restricted operation: a trigger or an index expression on the table
+    // cannot change the caller's session. On error, transaction abort puts the caller back.
+    SetUserIdAndSecContext(
+        owner, security_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    if (!insert_directly(owner, values, nulls)) insert_with_statement(values, nulls);
+    SetUserIdAndSecContext(caller, security_context);
 }

@@ -1,7 +1,7 @@
-// The insert of one outgoing message into a plain local inbox.outbox_messages without an SQL
-// statement: the executor's own routines of INSERT (PostgreSQL's ExecInsert), without the plan
-// cache, executor start and end, projection and snapshots that a statement costs around them.
-// C-style: inbox.send's hot path.
+// The insert of one outgoing message into inbox.outbox_messages. Into a plain local table
+// without an SQL statement: the executor's own routines of INSERT (PostgreSQL's ExecInsert),
+// without the plan cache, executor start and end, projection and snapshots that a statement
+// costs around them. C-style: inbox.send's hot path.
 #pragma once
 
 extern "C" {
@@ -26,8 +26,9 @@ enum OutgoingValue {
 };
 
 // Inserts the message as `owner` (the extension's owner: the caller needs no privilege on the
-// table) and makes it visible to the commands that follow. False, with nothing done, when only
-// the statement does what the table asks: triggers, rules, row-level security, CHECK
-// constraints, partitions, columns other than the extension's, a permission hook.
-bool insert_outgoing_message_directly(Oid owner, const Datum values[outgoing_values],
-                                      const bool nulls[outgoing_values]);
+// table) and makes it visible to the commands that follow: directly into the table as the
+// extension creates it, with an INSERT statement where only the statement does what the table
+// asks (triggers, rules, row-level security, CHECK constraints, partitions, columns other than
+// the extension's, a permission hook).
+void insert_outgoing_message(Oid owner, const Datum values[outgoing_values],
+                             const bool nulls[outgoing_values]);
