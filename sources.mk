@@ -20,6 +20,7 @@ INBOX_SOURCES = \
 	src/store/consumer_registration.cpp \
 	src/store/consumer_registry.cpp \
 	src/store/messages_delete.cpp \
+	src/store/outbox_insert.cpp \
 	src/stats/details_visibility.cpp \
 	src/stats/stats_table.cpp \
 	src/stats/citus_counters.cpp \
@@ -60,4 +61,6 @@ INBOX_SOURCES = \
 	src/drop/drop_guard.cpp \
 	src/drop/drop_guard_hook.cpp \
 	src/drop/citus_drop.cpp \
+	src/outbox/message_id.cpp \
+	src/outbox/send.cpp \
 	src/module.cpp

@@ -24,7 +24,9 @@ LAYERS = [
     ["stats"],  # what shared memory counts: claims, failed attempts; and what shows it
     # the SQL functions (claim, upsert), the workers and the hooks
     ["claim", "purge", "upsert", "drop"],
-    ["stream"],  # streams' positions, counted in inbox.stats as claims are
+    # streams' positions, counted in inbox.stats as claims are; inbox.send, which records the
+    # cause the claims leave
+    ["stream", "outbox"],
     ["module"],  # src/module.cpp: what the library registers when it is loaded
 ]
 RANK = {folder: rank for rank, layer in enumerate(LAYERS) for folder in layer}

@@ -191,5 +191,38 @@ WHERE e.extname = 'inbox' AND c::regclass::text LIKE 'inbox.outbox%' ORDER BY 1;
 SELECT indexrelid::regclass AS index, pg_get_expr(indpred, indrelid) AS over
 FROM pg_index WHERE indrelid = 'inbox.outbox_messages'::regclass ORDER BY 1;
 
+-- inbox.send writes a message without an SQL statement into the table as the extension creates
+-- it; what a statement would do besides (a trigger, a CHECK constraint, row-level security added
+-- to the table) it still does, and the indexes have its entries whichever way it was written.
+DELETE FROM inbox.outbox_messages;
+CREATE TABLE regress_outbox_seen (destination text);
+CREATE FUNCTION regress_outbox_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO regress_outbox_seen VALUES (NEW.destination);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER regress_outbox_note BEFORE INSERT ON inbox.outbox_messages
+    FOR EACH ROW EXECUTE FUNCTION regress_outbox_note();
+SELECT inbox.send('with trigger', '{}', 'k') IS NOT NULL AS sent;
+DROP TRIGGER regress_outbox_note ON inbox.outbox_messages;
+SELECT inbox.send('without trigger', '{}', 'k') IS NOT NULL AS sent;
+SELECT * FROM regress_outbox_seen;
+ALTER TABLE inbox.outbox_messages ADD CONSTRAINT regress_outbox_no_spam
+    CHECK (destination <> 'spam');
+\set VERBOSITY sqlstate
+SELECT inbox.send('spam', '{}');
+\set VERBOSITY default
+SELECT inbox.send('ham', '{}') IS NOT NULL AS sent;
+ALTER TABLE inbox.outbox_messages DROP CONSTRAINT regress_outbox_no_spam;
+SELECT inbox.send('spam', '{}') IS NOT NULL AS sent_without_the_constraint;
+SET enable_seqscan = off;
+SELECT destination, key FROM inbox.outbox_messages
+WHERE destination IN ('with trigger', 'without trigger') AND key = 'k' AND delivered_at IS NULL
+ORDER BY destination;
+SELECT destination FROM inbox.outbox_messages WHERE delivered_at IS NULL ORDER BY ordinal;
+RESET enable_seqscan;
+DROP TABLE regress_outbox_seen;
+DROP FUNCTION regress_outbox_note();
+
 DELETE FROM inbox.outbox_messages;
 DROP FUNCTION outbox_states();

@@ -60,8 +60,8 @@ SELECT count(*) AS markers_for_b2 FROM inbox.messages WHERE message_id = 'b-2';
 -- inbox.stats_counters_1_3(), inbox.outbox_counts() (below) and the overloads of apply and
 -- apply_batch that take fn as text, which call the functions of 1.0 as the caller (regress
 -- handler_name: a role without EXECUTE on those is refused), and no SECURITY DEFINER function
--- but the outbox's (SQL, with a fixed search_path: the roles that send or relay never write its
--- table themselves).
+-- but the relay's (SQL, with a fixed search_path: the roles that relay never write the outbox's
+-- table themselves; inbox.send, in C, writes it as the extension's owner on its own).
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object, a.privilege_type
 FROM pg_depend d
 JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid

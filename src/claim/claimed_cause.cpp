@@ -59,6 +59,15 @@ void remember_claim(const text* consumer, const text* message_id) {
     std::memcpy(latest.message_id, VARDATA_ANY(message_id), latest.message_id_len);
 }
 
+bool claimed_cause(Datum* consumer, Datum* message_id) {
+    if (latest.transaction != pg::local_transaction_id()) return false;
+    *consumer = PointerGetDatum(
+        cstring_to_text_with_len(latest.consumer, static_cast<int>(latest.consumer_len)));
+    *message_id = PointerGetDatum(
+        cstring_to_text_with_len(latest.message_id, static_cast<int>(latest.message_id_len)));
+    return true;
+}
+
 extern "C" {
 
 // The current transaction's latest claim, or a row of NULLs.
@@ -70,13 +79,7 @@ PGDLLEXPORT Datum inbox_claimed_cause(PG_FUNCTION_ARGS) {
                         errmsg("inbox.claimed_cause() must return a row")));
     Datum values[2] = {0, 0};
     bool nulls[2] = {true, true};
-    if (latest.transaction == pg::local_transaction_id()) {
-        values[0] = PointerGetDatum(
-            cstring_to_text_with_len(latest.consumer, static_cast<int>(latest.consumer_len)));
-        values[1] = PointerGetDatum(
-            cstring_to_text_with_len(latest.message_id, static_cast<int>(latest.message_id_len)));
-        nulls[0] = nulls[1] = false;
-    }
+    if (claimed_cause(&values[0], &values[1])) nulls[0] = nulls[1] = false;
     return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(row_type), values, nulls));
 }
 }

@@ -12,3 +12,7 @@ extern "C" {
 // The claim of `message_id` by `consumer` (validated: at most 64 and 128 bytes) is now the
 // transaction's latest, the cause of what it sends next.
 void remember_claim(const text* consumer, const text* message_id);
+
+// The current transaction's latest claim as two text values (palloc'd in the current memory
+// context), or false without one.
+bool claimed_cause(Datum* consumer, Datum* message_id);

@@ -121,6 +121,18 @@ inline void insert_speculative_index_tuples(ResultRelInfo* target, TupleTableSlo
 #endif
 }
 
+// The index entries of a row just inserted (no arbiter, no deferred check: our indexes are not
+// deferrable); 16 added onlySummarizing, 19 made the flags one argument.
+inline void insert_index_tuples(ResultRelInfo* target, TupleTableSlot* row, EState* estate) {
+#if PG_VERSION_NUM >= 190000
+    list_free(ExecInsertIndexTuples(target, estate, 0, row, NIL, nullptr));
+#elif PG_VERSION_NUM >= 160000
+    list_free(ExecInsertIndexTuples(target, row, estate, false, false, nullptr, NIL, false));
+#else
+    list_free(ExecInsertIndexTuples(target, row, estate, false, false, nullptr, NIL));
+#endif
+}
+
 // A hash table in shared memory of entries elements, all allocated at start-up (19 dropped the
 // separate initial size).
 inline HTAB* shmem_init_hash(const char* name, long entries, HASHCTL* info, int flags) {

@@ -9,7 +9,8 @@
 # each run are dropped; p50, p90, p99, max and count are of the SECONDS after them.
 # Two modes, in interleaved runs (listen, poll, listen, poll, ...), each in its own database:
 #   listen  inbox-relay as shipped: woken by the NOTIFY of each commit (LISTEN inbox_outbox);
-#   poll    the same relay, with inbox.send redefined in that database without its pg_notify:
+#   poll    the same relay, with inbox.send redefined in that database as the SQL edition's
+#           inbox.send_message without its pg_notify:
 #           no notification ever comes, so the relay only looks at the outbox every --poll
 #           POLL seconds (after an empty take), which is what a relay without LISTEN does.
 # The cluster runs with synchronous_commit = off (the producer's commits do not wait for the
@@ -62,6 +63,12 @@ notify="PERFORM pg_notify('inbox_outbox', destination);"
 grep -qF "$notify" <<<"$definition" || { echo "inbox.send_message has no '$notify'"; exit 1; }
 grep -vF "$notify" <<<"$definition" | cluster_psql -d poll
 [ "$(sql poll "SELECT prosrc LIKE '%pg_notify%' FROM pg_proc WHERE oid = $send_message")" = f ]
+# The library's inbox.send notifies by itself (in C): in that database it becomes the SQL
+# edition's, which calls inbox.send_message.
+sql poll "CREATE OR REPLACE FUNCTION inbox.send(destination text, payload jsonb,
+    key text DEFAULT NULL, headers jsonb DEFAULT NULL) RETURNS uuid
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    AS \$\$ SELECT inbox.send_message(destination, payload, NULL, key, headers) \$\$" >/dev/null
 
 wait_for() {
     local what=$1 deadline=$((SECONDS + $2))

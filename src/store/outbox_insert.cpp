@@ -1,0 +1,190 @@
+// See outbox_insert.hpp.
+extern "C" {
+#include "postgres.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
+#include "utils/inval.h"
+#include "utils/rel.h"
+}
+
+#include "pg/compat.hpp"
+#include "pg/spi.hpp"
+#include "store/outbox_insert.hpp"
+
+namespace {
+
+// The outbox's table and sequence, found once and forgotten at any relcache invalidation of
+// either (DROP EXTENSION, an update).
+struct OutboxTarget {
+    bool found;
+    Oid table;
+    Oid sequence;
+};
+OutboxTarget cached_target = {false, InvalidOid, InvalidOid};
+bool invalidation_registered = false;
+
+void forget_target(Datum, Oid relid) {
+    if (relid == InvalidOid || relid == cached_target.table || relid == cached_target.sequence)
+        cached_target.found = false;
+}
+
+// The columns as the extension creates them, in this order.
+constexpr int outbox_columns = 16;
+const char* const column_names[outbox_columns] = {
+    "ordinal",       "created_at", "not_before",     "delivered_at",
+    "dead_at",       "id",         "attempts",       "destination",
+    "key",           "leased_by",  "headers",        "payload",
+    "payload_bytes", "last_error", "cause_consumer", "cause_message_id"};
+const Oid column_types[outbox_columns] = {
+    INT8OID,  TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, UUIDOID,
+    INT4OID,  TEXTOID,        TEXTOID,        TEXTOID,        JSONBOID,       JSONBOID,
+    BYTEAOID, TEXTOID,        TEXTOID,        TEXTOID};
+
+bool columns_as_created(TupleDesc columns) {
+    if (columns->natts != outbox_columns) return false;
+    if (columns->constr != nullptr &&
+        (columns->constr->num_check > 0 || columns->constr->has_generated_stored))
+        return false;
+    for (int i = 0; i < outbox_columns; i++) {
+        Form_pg_attribute column = TupleDescAttr(columns, i);
+        if (column->attisdropped || column->atttypid != column_types[i] ||
+            column->attidentity != '\0' || column->attgenerated != '\0' ||
+            strcmp(NameStr(column->attname), column_names[i]) != 0)
+            return false;
+    }
+    return true;
+}
+
+Oid find_relation(const char* name) {
+    RangeVar* relation = makeRangeVar(pstrdup("inbox"), pstrdup(name), -1);
+    return RangeVarGetRelidExtended(relation, NoLock, RVR_MISSING_OK, nullptr, nullptr);
+}
+
+const OutboxTarget* outbox_target() {
+    if (cached_target.found) return &cached_target;
+    if (!invalidation_registered) {
+        CacheRegisterRelcacheCallback(forget_target, (Datum)0);
+        invalidation_registered = true;
+    }
+    cached_target = {true, find_relation("outbox_messages"), find_relation("outbox_ordinal")};
+    return &cached_target;
+}
+
+bool plain_table(Relation table) {
+    Form_pg_class form = table->rd_rel;
+    return form->relkind == RELKIND_RELATION && !form->relispartition && !form->relrowsecurity &&
+           table->trigdesc == nullptr && table->rd_rules == nullptr &&
+           columns_as_created(RelationGetDescr(table));
+}
+
+// The row of the message: every NOT NULL column has its value, so ExecConstraints has nothing
+// to check.
+void fill_row(TupleTableSlot* row, int64 ordinal, const Datum values[outgoing_values],
+              const bool nulls[outgoing_values]) {
+    Datum* column = row->tts_values;
+    bool* null = row->tts_isnull;
+    for (int i = 0; i < outbox_columns; i++) null[i] = true;
+    auto set = [&](int i, Datum value, bool is_null) {
+        column[i] = value;
+        null[i] = is_null;
+    };
+    set(0, Int64GetDatum(ordinal), false);
+    set(1, values[sent_at_value], false);
+    set(2, values[sent_at_value], false);
+    set(5, values[id_value], false);
+    set(6, Int32GetDatum(0), false);
+    set(7, values[destination_value], false);
+    set(8, values[key_value], nulls[key_value]);
+    set(10, values[headers_value], nulls[headers_value]);
+    set(11, values[payload_value], nulls[payload_value]);
+    set(12, values[payload_bytes_value], nulls[payload_bytes_value]);
+    set(14, values[cause_consumer_value], nulls[cause_consumer_value]);
+    set(15, values[cause_message_id_value], nulls[cause_message_id_value]);
+    ExecStoreVirtualTuple(row);
+}
+
+void insert_into(Relation table, Oid sequence, const Datum values[outgoing_values],
+                 const bool nulls[outgoing_values]) {
+    EState* estate = CreateExecutorState();
+    estate->es_output_cid = GetCurrentCommandId(true);
+    ResultRelInfo* target = makeNode(ResultRelInfo);
+    // No range table: nothing below reads it (it serves permissions, triggers and the messages
+    // of CHECK constraints, none of which applies here).
+    InitResultRelInfo(target, table, 0, nullptr, 0);
+    ExecOpenIndices(target, false);
+    TupleTableSlot* row = ExecInitExtraTupleSlot(estate, RelationGetDescr(table), &TTSOpsVirtual);
+    fill_row(row, nextval_internal(sequence, true), values, nulls);
+    table_tuple_insert(table, row, estate->es_output_cid, 0, nullptr);
+    pg::insert_index_tuples(target, row, estate);
+    ExecResetTupleTable(estate->es_tupleTable, false);
+    ExecCloseIndices(target);
+    FreeExecutorState(estate);
+}
+
+// Whether the direct insert wrote the message: false, with nothing done, when only the
+// statement does what the table asks.
+bool insert_directly(Oid owner, const Datum values[outgoing_values],
+                     const bool nulls[outgoing_values]) {
+    // A permission hook (sepgsql, pgaudit) must see the statement.
+    if (IsInParallelMode() || ExecutorCheckPerms_hook != nullptr) return false;
+    const OutboxTarget* found = outbox_target();
+    if (!OidIsValid(found->table) || !OidIsValid(found->sequence)) return false;
+    Relation table = try_table_open(found->table, RowExclusiveLock);
+    if (table == nullptr) return false;
+    // Decided with the table locked, which brings the invalidations of what committed meanwhile.
+    const OutboxTarget* target = outbox_target();
+    // The statement's permission check, made on every insert as the executor makes it: grants
+    // and role memberships change without a relcache invalidation.
+    bool direct = RelationGetRelid(table) == target->table && plain_table(table) &&
+                  pg_class_aclcheck(RelationGetRelid(table), owner, ACL_INSERT) == ACLCHECK_OK;
+    if (direct) insert_into(table, target->sequence, values, nulls);
+    table_close(table, NoLock);
+    // As after the statement: what follows in the transaction sees the message.
+    if (direct) CommandCounterIncrement();
+    return direct;
+}
+
+// Every name qualified: the plan is re-analysed under the caller's search_path when it changes.
+const char* const insert_message_sql =
+    "INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key, "
+    "headers, payload, payload_bytes, cause_consumer, cause_message_id) "
+    "VALUES (pg_catalog.nextval('inbox.outbox_ordinal'::pg_catalog.regclass), $1, $1, $2, $3, $4, "
+    "$5, $6, $7, $8, $9)";
+const Oid insert_message_types[outgoing_values] = {
+    TIMESTAMPTZOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID, BYTEAOID, TEXTOID, TEXTOID};
+SPIPlanPtr insert_message_plan = nullptr;
+
+void insert_with_statement(const Datum values[outgoing_values], const bool nulls[outgoing_values]) {
+    if (insert_message_plan == nullptr)
+        insert_message_plan =
+            pg::prepare_kept_plan(insert_message_sql, outgoing_values, insert_message_types);
+    char null_flags[outgoing_values];
+    for (int i = 0; i < outgoing_values; i++) null_flags[i] = nulls[i] ? 'n' : ' ';
+    pg::spi_connect();
+    pg::execute_plan(insert_message_plan, insert_message_sql, values, null_flags);
+    SPI_finish();
+}
+
+}  // namespace
+
+void insert_outgoing_message(Oid owner, const Datum values[outgoing_values],
+                             const bool nulls[outgoing_values]) {
+    Oid caller;
+    int security_context;
+    GetUserIdAndSecContext(&caller, &security_context);
+    // Inside a security-restricted operation: a trigger or an index expression on the table
+    // cannot change the caller's session. On error, transaction abort puts the caller back.
+    SetUserIdAndSecContext(
+        owner, security_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    if (!insert_directly(owner, values, nulls)) insert_with_statement(values, nulls);
+    SetUserIdAndSecContext(caller, security_context);
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Where the CPU of a send goes, against the same message written by hand into an outbox table of
+# the application's (send_vs_insert.sh's two statements and table): instructions per transaction
+# (one prepared statement, executed and committed N times) counted by callgrind in a single-user
+# backend, so that the figures do not depend on the machine's load. Each statement runs twice, N
+# and 200 times, and the difference is divided by N - 200, which leaves out the backend's start
+# and the first executions. Then, per transaction, the inclusive instructions of the routines
+# each one's work is made of (the call, the executor's insert, the index entries, the partial
+# indexes' predicates, opening and closing the indexes, the lock of the key, the sequence, the
+# notification at commit).
+#   test/bench/send_instructions.sh [N=3000]
+set -euo pipefail
+calls=${1:-3000}
+warm=200
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
+trap 'rm -rf "$work"' EXIT
+private_build
+single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
+single_user -j "$work/setup" <<'SQL'
+CREATE EXTENSION inbox;
+
+CREATE TABLE app_outbox (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                         created_at timestamptz NOT NULL DEFAULT now(),
+                         destination text NOT NULL, key text, headers jsonb, payload jsonb);
+
+SQL
+
+payload="jsonb_build_object('order', 7, 'status', 'paid')"
+declare -A statement=(
+    [send]="SELECT inbox.send('orders', $payload, 'k-7')"
+    [insert]="INSERT INTO app_outbox (destination, key, payload) VALUES ('orders', 'k-7', $payload)"
+)
+
+# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
+# transaction each); the profile is kept in $work/$1-$2.out.
+instructions() {
+    local name=$1 times=$2
+    { echo "PREPARE s AS ${statement[$name]};"; yes 'EXECUTE s;' | head -n "$times"; } \
+        >"$work/$name-$times.sql"
+    chmod 644 "$work/$name-$times.sql"
+    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
+}
+
+declare -A per_transaction
+for name in send insert; do
+    many=$(instructions "$name" "$calls")
+    few=$(instructions "$name" "$warm")
+    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    printf '%-7s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
+done
+printf 'send / insert: %s times the instructions\n' \
+    "$(ratio "${per_transaction[send]}" "${per_transaction[insert]}")"
+
+# Inclusive instructions per transaction of the routines that make up each one's work.
+routines=exec_execute_message,PortalRun,inbox_send,ExecInsert,heap_insert,ExecInsertIndexTuples
+routines+=,ExecConstraints,SPI_connect,SPI_execute_plan,SPI_finish,nextval_internal
+routines+=,pg_advisory_xact_lock_int8,pg_strong_random,Async_Notify,PreCommit_Notify
+routines+=,AtCommit_Notify,CommitTransaction,StartTransaction,standard_ExecutorStart
+routines+=,standard_ExecutorEnd,index_insert,ExecPrepareQual,ExecOpenIndices,ExecCloseIndices
+for name in send insert; do
+    echo "inside a transaction of $name (inclusive, per transaction):"
+    callgrind_annotate --inclusive=yes --threshold=100 "$work/$name-$calls.out" 2>/dev/null |
+        awk -v n="$calls" -v routines="${routines//,/|}" '
+            $0 ~ "[:](" routines ") \\[" {
+                gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
+                printf "  %-28s %7d\n", name, $1 / n
+            }'
+done
