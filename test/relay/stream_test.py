@@ -38,6 +38,7 @@ import random
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pika
@@ -354,9 +355,8 @@ class Run:
             self.feed_if_drained(partitions)
 
         partition = partitions[0]
-        slot = self.rng.choice(self.consumers.slots(partition))
         if fault == "consumer kill -9":
-            self.consumers.kill(partition, slot)
+            self.consumers.kill(partition, self.victim(partition))
         elif fault.startswith("consumer killed"):
             flag = die_flag(self.args.work, partition,
                             "before-commit" if fault.endswith("before COMMIT") else "after-commit")
@@ -370,13 +370,18 @@ class Run:
             self.producer.connect()
         elif fault == "stale resume":
             stale = max(0, self.committed(partition) - 1 - STALE_BY)
+            slot = self.victim(partition)
             self.consumers.retire(partition, slot)
             self.consumers.start(partition, slot, start_from=stale)
         else:
-            self.overlap(partition, slot)
+            self.overlap(partition, self.victim(partition))
         self.faults[fault] += 1
         where = "" if restart else f" of partition {partition}"
         print(f"{fault}{where}, with {in_flight} offsets to go", flush=True)
+
+    def victim(self, partition):
+        """One of the partition's consumers (two during an overlap)."""
+        return self.rng.choice(self.consumers.slots(partition))
 
     def claimed_offsets(self, partition, slot):
         return {int(event[1]) for event in self.consumers.events(partition, slot)
@@ -463,21 +468,25 @@ class Run:
 
     def report(self, figures):
         answers = figures["answers"]
-        print(f"{len(self.producer.payments)} payments in {PARTITIONS} streams "
-              f"({', '.join(str(n) for n in self.producer.published)}), each applied once; "
-              f"positions at the last offsets", flush=True)
-        print("  faults: " + ", ".join(f"{count} {fault}" for fault, count
-                                       in sorted(self.faults.items())), flush=True)
-        print(f"  resumes: {figures['resumes']['committed']} from stream_position + 1 "
-              f"({self.consumers.restarts} after a death), {figures['resumes']['stale']} from "
-              f"a stale offset", flush=True)
-        print(f"  claims: {answers['next']} next, {answers['duplicate']} duplicate (absorbed: "
-              f"{figures['stale duplicates']} after the stale resume, the rest by overlaps and "
-              f"redeliveries); {figures['redelivered offsets']} offsets delivered more than "
-              f"once", flush=True)
-        for partition, old, new, shared in self.overlaps:
-            print(f"  overlap on {stream_name(partition)}: consumers {old} and {new} both "
-                  f"claimed {shared} offsets", flush=True)
+        lines = [
+            f"{len(self.producer.payments)} payments in {PARTITIONS} streams "
+            f"({', '.join(str(n) for n in self.producer.published)}), each applied once; "
+            f"positions at the last offsets",
+            "faults: " + ", ".join(f"{count} {fault}"
+                                   for fault, count in sorted(self.faults.items())),
+            f"resumes: {figures['resumes']['committed']} from stream_position + 1 "
+            f"({self.consumers.restarts} after a death), {figures['resumes']['stale']} from a "
+            f"stale offset",
+            f"claims as logged: {answers['next']} next, {answers['duplicate']} duplicate "
+            f"(absorbed: {figures['stale duplicates']} after the stale resume, the rest in "
+            f"overlaps and other resumes); {figures['redelivered offsets']} offsets delivered "
+            f"more than once"]
+        lines += [f"overlap on {stream_name(partition)}: consumers {old} and {new} both claimed "
+                  f"{shared} offsets" for partition, old, new, shared in self.overlaps]
+        print(lines[0], flush=True)
+        for line in lines[1:]:
+            print(textwrap.fill(line, width=96, initial_indent="  ", subsequent_indent="    "),
+                  flush=True)
 
 
 def main():
