@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites against the extension as built in this tree:
 #   test/run.sh [SUITE ...]     (default: all of them)
-# SUITE: style lint unit regress isolation pgtap tap citus broker relay chain examples docs
+# SUITE: style lint unit regress isolation pgtap tap citus broker relay chain streams examples docs
 # A suite whose requisites are not installed (Citus; pgTAP for a new major) says so and is
 # reported as skipped.
 # A subset of regress, isolation or tap: REGRESS=purge test/run.sh regress (see pgxs_installcheck).
@@ -30,7 +30,8 @@ source_dir=$(cd "$(dirname "$0")/.." && pwd)
 tested_pg_config=$(command -v pg_config)
 suites=("$@")
 ((${#suites[@]})) ||
-    suites=(style lint unit regress isolation pgtap tap citus broker relay chain examples docs)
+    suites=(style lint unit regress isolation pgtap tap citus broker relay chain streams examples
+        docs)
 
 source "$source_dir/scripts/cluster.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-test.XXXXXX")
@@ -150,6 +151,13 @@ run_relay() {
 # and restarts at every hop; with a cluster of its own too (test/relay/chain_test.py).
 run_chain() {
     "$source_dir/test/relay/run.sh" "$work/chain" "$pg_bindir" chain_test.py
+}
+
+# Payments in RabbitMQ stream queues, applied once each by consumers that claim their offsets
+# with inbox.claim_position and resume from inbox.stream_position, through kill -9 of consumers,
+# rebalance overlaps and restarts; with a cluster of its own too (test/relay/stream_test.py).
+run_streams() {
+    "$source_dir/test/relay/run.sh" "$work/streams" "$pg_bindir" stream_test.py
 }
 
 # The consumers of examples/, each against a fresh database (test/examples).

@@ -43,9 +43,9 @@ import pika
 import pika.exceptions
 import psycopg
 
-from harness import (RELAY_ROLE, Relay, amqp_connection, amqp_sink, create_database,
-                     declare_exchange, fail, past_deadline, restart_commands, restart_rabbitmq,
-                     start_clock, wait_for)
+from harness import (RELAY_ROLE, EventLog, Relay, amqp_connection, amqp_sink, claim_flag,
+                     connect_when_up, create_database, declare_exchange, fail, read_events,
+                     restart_commands, restart_rabbitmq, start_clock, wait_for)
 
 DEADLINE_SECONDS = 110  # each chain; the suite must stay under two minutes
 ACCOUNTS = 12
@@ -101,36 +101,6 @@ $$;
 # ---------------------------------------------------------------------------- the consumers
 
 
-class EventLog:
-    """One line per event, written straight to the file so that a SIGKILL loses nothing that
-    was written."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    def __call__(self, *fields):
-        os.write(self.fd, (" ".join(fields) + "\n").encode())
-
-
-def read_events(path):
-    try:
-        with open(path) as f:
-            return [line.split() for line in f]
-    except FileNotFoundError:
-        return []
-
-
-def connect_when_up(connect, errors):
-    """The server may be restarting: tries again until the deadline."""
-    while True:
-        try:
-            return connect()
-        except errors:
-            if past_deadline():
-                raise
-            time.sleep(0.2)
-
-
 def die_after_commit_flag(work, role):
     """The file that asks one consumer of the role to kill itself after its next COMMIT."""
     return os.path.join(work, f"die-after-commit-{role}")
@@ -183,15 +153,6 @@ def consume(args):
         log("lost-connection", type(error).__name__)
         sys.exit(EXIT_RECONNECT)
     log("exited")
-
-
-def claim_flag(path):
-    """True for the one process that removes the file."""
-    try:
-        os.remove(path)
-        return True
-    except FileNotFoundError:
-        return False
 
 
 def publish_order_paid(channel, payment_id, payment):

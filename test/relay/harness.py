@@ -1,6 +1,7 @@
-"""What the relay suite's scenarios share: the deadline, waiting for a condition, a connection
-that survives PostgreSQL's restart, inbox-relay processes, exchanges, and the commands that
-restart PostgreSQL and RabbitMQ (written by test/relay/run.sh)."""
+"""What the scenarios of test/relay share: the deadline, waiting for a condition, a connection
+that survives PostgreSQL's restart, inbox-relay processes, exchanges, the commands that restart
+PostgreSQL and RabbitMQ (written by test/relay/run.sh), and, for the consumer processes that the
+scenarios kill, their event logs and flag files."""
 
 import os
 import subprocess
@@ -138,3 +139,42 @@ def restart_commands(work):
 def restart_rabbitmq(rabbitmqctl):
     subprocess.run([*rabbitmqctl, "stop_app"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([*rabbitmqctl, "start_app"], check=True, stdout=subprocess.DEVNULL)
+
+
+class EventLog:
+    """One line per event, written straight to the file so that a SIGKILL loses nothing that
+    was written."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def __call__(self, *fields):
+        os.write(self.fd, (" ".join(fields) + "\n").encode())
+
+
+def read_events(path):
+    try:
+        with open(path) as f:
+            return [line.split() for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def connect_when_up(connect, errors):
+    """The server may be restarting: tries again until the deadline."""
+    while True:
+        try:
+            return connect()
+        except errors:
+            if past_deadline():
+                raise
+            time.sleep(0.2)
+
+
+def claim_flag(path):
+    """True for the one process that removes the file."""
+    try:
+        os.remove(path)
+        return True
+    except FileNotFoundError:
+        return False
