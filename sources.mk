@@ -5,6 +5,7 @@ INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
+	src/pg/table_shape.cpp \
 	src/pg/state_file.cpp \
 	src/pg/subtransaction.cpp \
 	src/settings.cpp \

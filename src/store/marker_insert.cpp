@@ -20,6 +20,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
+#include "pg/table_shape.hpp"
 #include "store/marker_insert.hpp"
 #include "store/marker_table.hpp"
 
@@ -46,21 +47,6 @@ const char* const column_names[marker_columns] = {"time_bucket", "consumer_id", 
 const Oid column_types[marker_columns] = {INT4OID, INT2OID, CHAROID, BYTEAOID};
 constexpr AttrNumber consumer_id_column = 2;
 constexpr AttrNumber message_key_column = 4;
-
-bool columns_as_created(TupleDesc columns) {
-    if (columns->natts != marker_columns) return false;
-    if (columns->constr != nullptr &&
-        (columns->constr->num_check > 0 || columns->constr->has_generated_stored))
-        return false;
-    for (int i = 0; i < marker_columns; i++) {
-        Form_pg_attribute column = TupleDescAttr(columns, i);
-        if (column->attisdropped || column->atttypid != column_types[i] ||
-            column->attidentity != '\0' || column->attgenerated != '\0' ||
-            strcmp(NameStr(column->attname), column_names[i]) != 0)
-            return false;
-    }
-    return true;
-}
 
 // The arbiter ON CONFLICT (consumer_id, message_key) infers when the primary key is the only
 // unique or exclusion index; InvalidOid when another one could be an arbiter too, or when the
@@ -98,9 +84,10 @@ Oid arbiter_for(Relation table) {
     }
     if (cached_target.table == RelationGetRelid(table)) return cached_target.arbiter;
     Form_pg_class form = table->rd_rel;
-    bool plain = form->relkind == RELKIND_RELATION && !form->relispartition &&
-                 !form->relrowsecurity && table->trigdesc == nullptr &&
-                 table->rd_rules == nullptr && columns_as_created(RelationGetDescr(table));
+    bool plain =
+        form->relkind == RELKIND_RELATION && !form->relispartition && !form->relrowsecurity &&
+        table->trigdesc == nullptr && table->rd_rules == nullptr &&
+        pg::columns_as_created(RelationGetDescr(table), column_names, column_types, marker_columns);
     cached_target = {RelationGetRelid(table), plain ? sole_arbiter(table) : InvalidOid};
     return cached_target.arbiter;
 }

@@ -17,6 +17,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
+#include "pg/table_shape.hpp"
 #include "pg/spi.hpp"
 #include "store/outbox_insert.hpp"
 
@@ -49,21 +50,6 @@ const Oid column_types[outbox_columns] = {
     INT4OID,  TEXTOID,        TEXTOID,        TEXTOID,        JSONBOID,       JSONBOID,
     BYTEAOID, TEXTOID,        TEXTOID,        TEXTOID};
 
-bool columns_as_created(TupleDesc columns) {
-    if (columns->natts != outbox_columns) return false;
-    if (columns->constr != nullptr &&
-        (columns->constr->num_check > 0 || columns->constr->has_generated_stored))
-        return false;
-    for (int i = 0; i < outbox_columns; i++) {
-        Form_pg_attribute column = TupleDescAttr(columns, i);
-        if (column->attisdropped || column->atttypid != column_types[i] ||
-            column->attidentity != '\0' || column->attgenerated != '\0' ||
-            strcmp(NameStr(column->attname), column_names[i]) != 0)
-            return false;
-    }
-    return true;
-}
-
 Oid find_relation(const char* name) {
     RangeVar* relation = makeRangeVar(pstrdup("inbox"), pstrdup(name), -1);
     return RangeVarGetRelidExtended(relation, NoLock, RVR_MISSING_OK, nullptr, nullptr);
@@ -83,7 +69,8 @@ bool plain_table(Relation table) {
     Form_pg_class form = table->rd_rel;
     return form->relkind == RELKIND_RELATION && !form->relispartition && !form->relrowsecurity &&
            table->trigdesc == nullptr && table->rd_rules == nullptr &&
-           columns_as_created(RelationGetDescr(table));
+           pg::columns_as_created(RelationGetDescr(table), column_names, column_types,
+                                  outbox_columns);
 }
 
 // The row of the message: every NOT NULL column has its value, so ExecConstraints has nothing
