@@ -8,6 +8,7 @@ extern "C" {
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"  // VARSIZE, VARDATA and SET_VARSIZE left postgres.h in 16
 #endif
+#include "access/genam.h"
 #include "access/tableam.h"
 #include "access/tupdesc.h"
 #include "catalog/pg_proc.h"
@@ -186,6 +187,19 @@ inline HTAB* shmem_init_hash(const char* name, long entries, HASHCTL* info, int 
     return ShmemInitHash(name, entries, info, flags);
 #else
     return ShmemInitHash(name, entries, entries, info, flags);
+#endif
+}
+
+// A scan of index with nkeys scan keys (given to index_rescan) under snapshot, without
+// instrumentation (18 added it, 19 the scan options).
+inline IndexScanDesc begin_index_scan(Relation table, Relation index, Snapshot snapshot,
+                                      int nkeys) {
+#if PG_VERSION_NUM >= 190000
+    return index_beginscan(table, index, snapshot, nullptr, nkeys, 0, SO_NONE);
+#elif PG_VERSION_NUM >= 180000
+    return index_beginscan(table, index, snapshot, nullptr, nkeys, 0);
+#else
+    return index_beginscan(table, index, snapshot, nkeys, 0);
 #endif
 }
 

@@ -13,18 +13,22 @@ extern "C" {
 
 namespace pg {
 
-void refuse_row_invisible_to_transaction(Relation table, EState* estate, ItemPointer tid) {
+void refuse_row_invisible_to_transaction(Relation table, TupleTableSlot* row) {
+    if (!IsolationUsesXactSnapshot()) return;
+    if (table_tuple_satisfies_snapshot(table, row, GetTransactionSnapshot())) return;
+    bool isnull = false;
+    Datum xmin = slot_getsysattr(row, MinTransactionIdAttributeNumber, &isnull);
+    if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
+        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                        errmsg("could not serialize access due to concurrent update")));
+}
+
+void refuse_conflict_invisible_to_transaction(Relation table, EState* estate, ItemPointer tid) {
     if (!IsolationUsesXactSnapshot()) return;
     TupleTableSlot* existing = table_slot_create(table, &estate->es_tupleTable);
     if (!table_tuple_fetch_row_version(table, tid, SnapshotAny, existing))
         elog(ERROR, "failed to fetch the conflicting row");
-    if (!table_tuple_satisfies_snapshot(table, existing, GetTransactionSnapshot())) {
-        bool isnull = false;
-        Datum xmin = slot_getsysattr(existing, MinTransactionIdAttributeNumber, &isnull);
-        if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
-            ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                            errmsg("could not serialize access due to concurrent update")));
-    }
+    refuse_row_invisible_to_transaction(table, existing);
     ExecClearTuple(existing);
 }
 

@@ -14,11 +14,14 @@ extern "C" {
 
 namespace pg {
 
-// Under REPEATABLE READ or SERIALIZABLE, a serialization failure (40001) when the row at tid
-// (a conflict, or a row just locked) was written by another transaction that the transaction's
-// snapshot cannot see: the statement could not give the answer that row leads to
-// (ExecCheckTIDVisible). Nothing under READ COMMITTED.
-void refuse_row_invisible_to_transaction(Relation table, EState* estate, ItemPointer tid);
+// Under REPEATABLE READ or SERIALIZABLE, a serialization failure (40001) when row (a row just
+// locked) was written by another transaction that the transaction's snapshot cannot see: the
+// statement could not give the answer that row leads to (ExecCheckTupleVisible). Nothing under
+// READ COMMITTED.
+void refuse_row_invisible_to_transaction(Relation table, TupleTableSlot* row);
+
+// The same for the conflicting row at tid (ExecCheckTIDVisible).
+void refuse_conflict_invisible_to_transaction(Relation table, EState* estate, ItemPointer tid);
 
 // One speculative insert of row, checked for conflicts before (check_index_constraints): false,
 // with nothing inserted, when a concurrent inserter of the same key made it withdraw, after

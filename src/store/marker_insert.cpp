@@ -73,7 +73,8 @@ bool insert_unless_conflicting(ResultRelInfo* target, EState* estate, TupleTable
         CHECK_FOR_INTERRUPTS();
         ItemPointerData conflict;
         if (!pg::check_index_constraints(target, row, estate, &conflict, arbiters)) {
-            pg::refuse_row_invisible_to_transaction(target->ri_RelationDesc, estate, &conflict);
+            pg::refuse_conflict_invisible_to_transaction(target->ri_RelationDesc, estate,
+                                                         &conflict);
             return false;
         }
         // No index is deferrable (pg::sole_unique_key): nothing to recheck at commit.

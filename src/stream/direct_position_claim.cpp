@@ -1,12 +1,17 @@
 // See direct_position_claim.hpp.
 extern "C" {
 #include "postgres.h"
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
+#include "utils/fmgroids.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -87,14 +92,42 @@ void fill_row(TupleTableSlot* row, int16 consumer_id, text* stream, int64 positi
     ExecStoreVirtualTuple(row);
 }
 
-// The row at tid locked as ON CONFLICT DO UPDATE locks it for an update of no key column,
-// waiting for a claim in flight; false when that claim moved or retired the stream, under READ
-// COMMITTED: the caller looks again.
-bool lock_row(Relation table, ItemPointer tid, EState* estate, TupleTableSlot* locked) {
+// The stream's row as ON CONFLICT finds a conflict (PostgreSQL's
+// check_exclusion_or_unique_constraint): through the key, with a dirty snapshot that also sees
+// rows being written, waiting for their writer and then looking again. False when the stream has
+// no row.
+bool find_row(Relation table, Relation key, int16 consumer_id, text* stream,
+              TupleTableSlot* found) {
+    ScanKeyData keys[2];
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT2EQ, Int16GetDatum(consumer_id));
+    ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(stream));
+    keys[1].sk_collation = C_COLLATION_OID;
+    for (;;) {
+        SnapshotData dirty;
+        InitDirtySnapshot(dirty);
+        IndexScanDesc scan = pg::begin_index_scan(table, key, &dirty, 2);
+        index_rescan(scan, keys, 2, nullptr, 0);
+        bool exists = index_getnext_slot(scan, ForwardScanDirection, found);
+        index_endscan(scan);
+        if (!exists) return false;
+        TransactionId writer = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+        if (!TransactionIdIsValid(writer)) return true;
+        ItemPointerData tid = found->tts_tid;
+        ExecClearTuple(found);
+        if (dirty.speculativeToken != 0)
+            SpeculativeInsertionWait(dirty.xmin, dirty.speculativeToken);
+        else
+            XactLockTableWait(writer, table, &tid, XLTW_InsertIndex);
+    }
+}
+
+// The row at tid locked as ON CONFLICT DO UPDATE locks it for an update of no key column; false
+// when a claim moved or retired the stream since it was found, under READ COMMITTED: the caller
+// looks again.
+bool lock_row(Relation table, ItemPointer tid, CommandId command, TupleTableSlot* locked) {
     TM_FailureData failure;
-    TM_Result result =
-        table_tuple_lock(table, tid, estate->es_snapshot, locked, estate->es_output_cid,
-                         LockTupleNoKeyExclusive, LockWaitBlock, 0, &failure);
+    TM_Result result = table_tuple_lock(table, tid, GetActiveSnapshot(), locked, command,
+                                        LockTupleNoKeyExclusive, LockWaitBlock, 0, &failure);
     if (result == TM_Ok) return true;
     if (result != TM_Updated && result != TM_Deleted)
         elog(ERROR, "unexpected result %d locking the position of a stream", (int)result);
@@ -106,59 +139,89 @@ bool lock_row(Relation table, ItemPointer tid, EState* estate, TupleTableSlot* l
     return false;
 }
 
-// The locked row at tid moved to the row's values, as ExecUpdate does it: a HOT update when the
-// page has room (no indexed column changes), else with the new version's index entries.
-void move_row(ResultRelInfo* target, EState* estate, ItemPointer tid, TupleTableSlot* row) {
-    TM_FailureData failure;
-    pg::UpdatedIndexes indexes = pg::UpdatedIndexes::none;
-    TM_Result result = pg::update_row(target->ri_RelationDesc, tid, row, estate->es_output_cid,
-                                      estate->es_snapshot, &failure, &indexes);
-    if (result != TM_Ok)
-        elog(ERROR, "unexpected result %d moving the locked position of a stream", (int)result);
-    pg::insert_updated_index_tuples(target, row, estate, indexes);
-}
+// The executor's state for the index entries of a row (ExecInsertIndexTuples), which only a new
+// stream, or a move that cannot stay on its page (no HOT update), needs.
+struct IndexWriter {
+    EState* estate;
+    ResultRelInfo* target;
+};
 
-inbox::PositionRun claim_in_table(Relation table, Oid key, const Consumer& consumer, text* stream,
-                                  const int64* ascending, int count, bool contiguous) {
+IndexWriter open_index_writer(Relation table, CommandId command, bool speculative) {
     EState* estate = CreateExecutorState();
-    estate->es_output_cid = GetCurrentCommandId(true);
+    estate->es_output_cid = command;
+    // The statement's snapshot, as the executor sets it: the conflict check of PostgreSQL 19
+    // reads the conflicting row with it.
     estate->es_snapshot = GetActiveSnapshot();
     ResultRelInfo* target = makeNode(ResultRelInfo);
     // No range table: nothing below reads it (it serves permissions, triggers and the messages
     // of CHECK constraints, none of which applies here).
     InitResultRelInfo(target, table, 0, nullptr, 0);
-    ExecOpenIndices(target, true);
-    TupleTableSlot* row = ExecInitExtraTupleSlot(estate, RelationGetDescr(table), &TTSOpsVirtual);
-    TupleTableSlot* locked = table_slot_create(table, &estate->es_tupleTable);
-    List* arbiters = list_make1_oid(key);
+    ExecOpenIndices(target, speculative);
+    return {estate, target};
+}
+
+void close_index_writer(IndexWriter writer) {
+    ExecCloseIndices(writer.target);
+    FreeExecutorState(writer.estate);
+}
+
+// The locked row at tid moved to the row's values, as ExecUpdate does it: a HOT update when the
+// page has room (no indexed column changes), else with the new version's index entries.
+void move_row(Relation table, ItemPointer tid, CommandId command, TupleTableSlot* row) {
+    TM_FailureData failure;
+    pg::UpdatedIndexes indexes = pg::UpdatedIndexes::none;
+    TM_Result result =
+        pg::update_row(table, tid, row, command, GetActiveSnapshot(), &failure, &indexes);
+    if (result != TM_Ok)
+        elog(ERROR, "unexpected result %d moving the locked position of a stream", (int)result);
+    if (indexes == pg::UpdatedIndexes::none) return;
+    IndexWriter writer = open_index_writer(table, command, false);
+    pg::insert_updated_index_tuples(writer.target, row, writer.estate, indexes);
+    close_index_writer(writer);
+}
+
+// The stream's first row, as ExecInsert inserts it for ON CONFLICT after a check that found no
+// conflict: false, with nothing inserted, when another transaction inserted the stream meanwhile.
+bool create_row(Relation table, Oid key, CommandId command, TupleTableSlot* row) {
+    IndexWriter writer = open_index_writer(table, command, true);
+    // No index is deferrable (pg::sole_unique_key): nothing to recheck at commit.
+    bool inserted =
+        pg::insert_speculatively(writer.target, writer.estate, row, list_make1_oid(key));
+    close_index_writer(writer);
+    return inserted;
+}
+
+inbox::PositionRun claim_in_table(Relation table, Oid key, const Consumer& consumer, text* stream,
+                                  const int64* ascending, int count, bool contiguous) {
+    CommandId command = GetCurrentCommandId(true);
+    Relation key_index = index_open(key, RowExclusiveLock);
+    TupleTableSlot* found = table_slot_create(table, nullptr);
+    TupleTableSlot* row = MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsVirtual);
     inbox::PositionRun run = {0, 0};
     for (;;) {
         CHECK_FOR_INTERRUPTS();
-        // The key (the position is not read yet) for the conflict check.
-        fill_row(row, consumer.id, stream, 0);
-        ItemPointerData existing;
-        if (pg::check_index_constraints(target, row, estate, &existing, arbiters)) {
+        if (!find_row(table, key_index, consumer.id, stream, found)) {
             run = inbox::classify_positions({false, 0}, ascending, count, contiguous);
             if (run.end_next == run.first_next) break;
             fill_row(row, consumer.id, stream, ascending[run.end_next - 1]);
-            // No index is deferrable (pg::sole_unique_key): nothing to recheck at commit.
-            if (pg::insert_speculatively(target, estate, row, arbiters)) break;
+            if (create_row(table, key, command, row)) break;
             // Another transaction created the stream meanwhile: its row decides.
             continue;
         }
-        if (!lock_row(table, &existing, estate, locked)) continue;
-        pg::refuse_row_invisible_to_transaction(table, estate, &existing);
+        ItemPointerData tid = found->tts_tid;
+        if (!lock_row(table, &tid, command, found)) continue;
+        pg::refuse_row_invisible_to_transaction(table, found);
         bool isnull = false;
-        int64 committed = DatumGetInt64(slot_getattr(locked, position_column, &isnull));
+        int64 committed = DatumGetInt64(slot_getattr(found, position_column, &isnull));
         run = inbox::classify_positions({true, committed}, ascending, count, contiguous);
         if (run.end_next == run.first_next) break;
         fill_row(row, consumer.id, stream, ascending[run.end_next - 1]);
-        move_row(target, estate, &existing, row);
+        move_row(table, &tid, command, row);
         break;
     }
-    ExecResetTupleTable(estate->es_tupleTable, false);
-    ExecCloseIndices(target);
-    FreeExecutorState(estate);
+    ExecDropSingleTupleTableSlot(row);
+    ExecDropSingleTupleTableSlot(found);
+    index_close(key_index, NoLock);
     return run;
 }
 
