@@ -2,7 +2,6 @@
 
 #include <sys/time.h>
 
-#include <map>
 #include <stdexcept>
 
 namespace inbox_relay {
@@ -99,6 +98,7 @@ void AmqpSink::disconnect() {
     }
     channel_open_ = false;
     known_exchanges_.clear();
+    awaited_.clear();
 }
 
 std::string AmqpSink::reply_error(amqp_rpc_reply_t reply) {
@@ -132,6 +132,12 @@ std::string AmqpSink::exchange_error(const std::string& exchange) {
     if (known_exchanges_.contains(exchange)) {
         return "";
     }
+    while (connected() && !awaited_.empty()) {
+        read_confirm();
+    }
+    if (!connected()) {
+        return "";  // the batch stays unsent
+    }
     amqp_exchange_declare(connection_, channel, bytes_of(exchange), amqp_cstring_bytes("direct"), 1,
                           0, 0, 0, amqp_empty_table);
     amqp_rpc_reply_t reply = amqp_get_rpc_reply(connection_);
@@ -140,11 +146,16 @@ std::string AmqpSink::exchange_error(const std::string& exchange) {
         known_exchanges_.insert(exchange);
     } else if (reply.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
                reply.reply.id != AMQP_CHANNEL_CLOSE_METHOD) {
-        disconnect();
-        throw SinkError(error);
+        lose_connection(error);
+        return "";
     } else {
         // A missing exchange closes the channel: open another for the rest of the batch.
-        open_channel();
+        try {
+            open_channel();
+        } catch (const SinkError& lost) {
+            lose_connection(lost.what());
+            return "";
+        }
     }
     return error;
 }
@@ -173,110 +184,95 @@ bool AmqpSink::publish_one(const OutboxMessage& message) {
                               bytes_of(message.payload)) == AMQP_STATUS_OK;
 }
 
-std::vector<PublishOutcome> AmqpSink::publish(const std::vector<OutboxMessage>& batch) {
-    std::vector<PublishOutcome> outcomes(batch.size(),
-                                         PublishOutcome{Delivery::unsent, "not connected"});
+void AmqpSink::send(std::vector<OutboxMessage> batch) {
+    SentBatch& sent = start_batch(std::move(batch));
     std::map<std::string, std::string> missing_exchanges;
-    try {
-        for (const OutboxMessage& message : batch) {
-            if (!missing_exchanges.contains(message.destination)) {
-                if (std::string error = exchange_error(message.destination); !error.empty()) {
-                    missing_exchanges[message.destination] = error;
-                }
+    for (const OutboxMessage& message : sent.messages) {
+        if (connected() && !missing_exchanges.contains(message.destination)) {
+            if (std::string error = exchange_error(message.destination); !error.empty()) {
+                missing_exchanges[message.destination] = error;
             }
         }
-    } catch (const SinkError& error) {
-        for (PublishOutcome& outcome : outcomes) {
-            outcome.error = error.what();
-        }
-        return outcomes;
     }
-    std::vector<size_t> published;  // the batch's indexes, in delivery tag order
-    uint64_t first_tag = next_delivery_tag_;
-    for (size_t i = 0; i < batch.size(); ++i) {
-        if (auto missing = missing_exchanges.find(batch[i].destination);
+    for (size_t i = 0; i < sent.messages.size() && connected(); ++i) {
+        if (auto missing = missing_exchanges.find(sent.messages[i].destination);
             missing != missing_exchanges.end()) {
-            outcomes[i] = {Delivery::refused,
-                           "exchange " + missing->first + ": " + missing->second};
-        } else if (publish_one(batch[i])) {
-            published.push_back(i);
-            ++next_delivery_tag_;
+            sent.outcomes[i] = {Delivery::refused,
+                                "exchange " + missing->first + ": " + missing->second};
+        } else if (publish_one(sent.messages[i])) {
+            awaited_[next_delivery_tag_++] = {&sent, i};
         } else {
             // Nothing published on this connection will be confirmed now.
-            disconnect();
-            for (PublishOutcome& outcome : outcomes) {
-                if (outcome.delivery == Delivery::unsent) {
-                    outcome.error = "connection lost while publishing";
-                }
-            }
-            return outcomes;
+            lose_connection("connection lost while publishing");
         }
     }
-    await_confirms(published, first_tag, outcomes);
-    return outcomes;
 }
 
-void AmqpSink::await_confirms(const std::vector<size_t>& published, uint64_t first_tag,
-                              std::vector<PublishOutcome>& outcomes) {
-    size_t settled_below = 0;  // every publication before this position has its answer
-    size_t awaited = published.size();
-    // A confirm settles one delivery tag, or every tag up to it when it says "multiple".
-    auto settle = [&](uint64_t tag, bool multiple, const PublishOutcome& answer) {
-        size_t position = tag - first_tag;
-        for (size_t p = multiple ? settled_below : position; p <= position && p < published.size();
-             ++p) {
-            if (outcomes[published[p]].delivery == Delivery::unsent) {
-                outcomes[published[p]] = answer;
-                --awaited;
-            }
-        }
-        while (settled_below < published.size() &&
-               outcomes[published[settled_below]].delivery != Delivery::unsent) {
-            ++settled_below;
-        }
-    };
-    std::string lost;
-    while (awaited > 0 && lost.empty()) {
-        amqp_maybe_release_buffers(connection_);
-        amqp_frame_t frame;
-        timeval timeout{.tv_sec = confirm_timeout_seconds, .tv_usec = 0};
-        int status = amqp_simple_wait_frame_noblock(connection_, &frame, &timeout);
-        if (status != AMQP_STATUS_OK) {
-            lost = status == AMQP_STATUS_TIMEOUT
-                       ? "no confirm from the broker in " +
-                             std::to_string(confirm_timeout_seconds) + " s"
-                       : amqp_error_string2(status);
-            break;
-        }
-        if (frame.frame_type != AMQP_FRAME_METHOD) {
-            continue;
-        }
-        const amqp_method_t& method = frame.payload.method;
-        if (method.id == AMQP_BASIC_ACK_METHOD) {
-            const auto* ack = static_cast<const amqp_basic_ack_t*>(method.decoded);
-            settle(ack->delivery_tag, ack->multiple != 0, {Delivery::confirmed, ""});
-        } else if (method.id == AMQP_BASIC_NACK_METHOD) {
-            const auto* nack = static_cast<const amqp_basic_nack_t*>(method.decoded);
-            settle(nack->delivery_tag, nack->multiple != 0,
-                   {Delivery::refused, "the broker refused it (basic.nack)"});
-        } else if (method.id == AMQP_CHANNEL_CLOSE_METHOD ||
-                   method.id == AMQP_CONNECTION_CLOSE_METHOD) {
-            amqp_rpc_reply_t reply{};
-            reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
-            reply.reply = method;
-            lost = "closed by the broker: " + reply_error(reply);
-        }
+SentBatch AmqpSink::await_oldest() {
+    // Delivery tags grow with the batches: the lowest one awaited is of the oldest batch that
+    // waits for one.
+    while (connected() && !awaited_.empty() &&
+           awaited_.begin()->second.batch == &in_flight_.front()) {
+        read_confirm();
     }
-    if (lost.empty()) {
+    return take_oldest();
+}
+
+void AmqpSink::settle(uint64_t tag, bool multiple, const PublishOutcome& answer) {
+    // A confirm settles one delivery tag, or every tag up to it when it says "multiple".
+    auto first = multiple ? awaited_.begin() : awaited_.find(tag);
+    auto end = awaited_.upper_bound(tag);
+    if (first == awaited_.end() || first->first > tag) {
         return;
     }
-    // Which of the rest reached a queue is unknown: they go out again.
-    disconnect();
-    for (size_t index : published) {
-        if (outcomes[index].delivery == Delivery::unsent) {
-            outcomes[index].error = lost;
+    for (auto it = first; it != end; ++it) {
+        it->second.batch->outcomes[it->second.index] = answer;
+    }
+    awaited_.erase(first, end);
+}
+
+void AmqpSink::read_confirm() {
+    amqp_maybe_release_buffers(connection_);
+    amqp_frame_t frame;
+    timeval timeout{.tv_sec = confirm_timeout_seconds, .tv_usec = 0};
+    int status = amqp_simple_wait_frame_noblock(connection_, &frame, &timeout);
+    if (status != AMQP_STATUS_OK) {
+        // Which of the rest reached a queue is unknown: they go out again.
+        lose_connection(status == AMQP_STATUS_TIMEOUT
+                            ? "no confirm from the broker in " +
+                                  std::to_string(confirm_timeout_seconds) + " s"
+                            : amqp_error_string2(status));
+        return;
+    }
+    if (frame.frame_type != AMQP_FRAME_METHOD) {
+        return;
+    }
+    const amqp_method_t& method = frame.payload.method;
+    if (method.id == AMQP_BASIC_ACK_METHOD) {
+        const auto* ack = static_cast<const amqp_basic_ack_t*>(method.decoded);
+        settle(ack->delivery_tag, ack->multiple != 0, {Delivery::confirmed, ""});
+    } else if (method.id == AMQP_BASIC_NACK_METHOD) {
+        const auto* nack = static_cast<const amqp_basic_nack_t*>(method.decoded);
+        settle(nack->delivery_tag, nack->multiple != 0,
+               {Delivery::refused, "the broker refused it (basic.nack)"});
+    } else if (method.id == AMQP_CHANNEL_CLOSE_METHOD ||
+               method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        amqp_rpc_reply_t reply{};
+        reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
+        reply.reply = method;
+        lose_connection("closed by the broker: " + reply_error(reply));
+    }
+}
+
+void AmqpSink::lose_connection(const std::string& reason) {
+    for (SentBatch& sent : in_flight_) {
+        for (PublishOutcome& outcome : sent.outcomes) {
+            if (outcome.delivery == Delivery::unsent) {
+                outcome.error = reason;
+            }
         }
     }
+    disconnect();
 }
 
 }  // namespace inbox_relay

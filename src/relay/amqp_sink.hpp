@@ -6,6 +6,7 @@
 #include "relay/rabbitmq.hpp"
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,21 +26,32 @@ class AmqpSink : public Sink {
     bool connected() const override { return connection_ != nullptr; }
     void connect() override;
     std::string describe() const override;
-    std::vector<PublishOutcome> publish(const std::vector<OutboxMessage>& batch) override;
+    void send(std::vector<OutboxMessage> batch) override;
+    SentBatch await_oldest() override;
 
   private:
+    // A publication awaiting the broker's confirm: its batch, and its place in the batch.
+    struct Awaited {
+        SentBatch* batch;
+        size_t index;
+    };
+
     void open_channel();
     void disconnect();
+    // Drops the connection: what is not yet answered, in every batch in flight, stays unsent,
+    // with the reason.
+    void lose_connection(const std::string& reason);
     // The error an RPC reply carries, or "" when it succeeded. A channel.close or
     // connection.close from the broker is answered with its close-ok, as the protocol asks.
     std::string reply_error(amqp_rpc_reply_t reply);
     // "" when the exchange exists (asked once per connection with a passive exchange.declare,
-    // before the batch is published, so that no confirm arrives in the middle of the RPC), or
-    // why not.
+    // after every earlier publication is answered, so that no confirm arrives in the middle of
+    // the RPC), or why not.
     std::string exchange_error(const std::string& exchange);
     bool publish_one(const OutboxMessage& message);
-    void await_confirms(const std::vector<size_t>& published, uint64_t first_tag,
-                        std::vector<PublishOutcome>& outcomes);
+    // Reads the broker's next confirm (or the connection's end) and settles what it answers.
+    void read_confirm();
+    void settle(uint64_t tag, bool multiple, const PublishOutcome& answer);
 
     std::string host_;
     int port_ = 5672;
@@ -48,7 +60,8 @@ class AmqpSink : public Sink {
     std::string vhost_;
     amqp_connection_state_t connection_ = nullptr;
     bool channel_open_ = false;
-    uint64_t next_delivery_tag_ = 1;  // confirms number the channel's publications from 1
+    uint64_t next_delivery_tag_ = 1;       // confirms number the channel's publications from 1
+    std::map<uint64_t, Awaited> awaited_;  // by delivery tag
     std::set<std::string> known_exchanges_;
 };
 

@@ -64,17 +64,21 @@ HttpSink::~HttpSink() {
     curl_easy_cleanup(curl_);
 }
 
-std::vector<PublishOutcome> HttpSink::publish(const std::vector<OutboxMessage>& batch) {
-    std::vector<PublishOutcome> outcomes(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
+void HttpSink::send(std::vector<OutboxMessage> batch) {
+    SentBatch& sent = start_batch(std::move(batch));
+    std::string unanswered = "not connected";
+    for (size_t i = 0; i < sent.messages.size() && reachable_; ++i) {
+        sent.outcomes[i] = post(sent.messages[i]);
         if (!reachable_) {
-            // The endpoint did not answer: the rest of the batch is retried after the backoff.
-            outcomes[i] = {Delivery::unsent, outcomes[i - 1].error};
-            continue;
+            unanswered = sent.outcomes[i].error;
         }
-        outcomes[i] = post(batch[i]);
     }
-    return outcomes;
+    // The endpoint did not answer: the rest of the batch is retried after the backoff.
+    for (PublishOutcome& outcome : sent.outcomes) {
+        if (outcome.delivery == Delivery::unsent) {
+            outcome.error = unanswered;
+        }
+    }
 }
 
 PublishOutcome HttpSink::post(const OutboxMessage& message) {

@@ -25,7 +25,9 @@ class HttpSink : public Sink {
     bool connected() const override { return reachable_; }
     void connect() override { reachable_ = true; }
     std::string describe() const override { return base_url_ + "/<destination>"; }
-    std::vector<PublishOutcome> publish(const std::vector<OutboxMessage>& batch) override;
+    // POSTs one message at a time: the outcomes are known when it returns.
+    void send(std::vector<OutboxMessage> batch) override;
+    SentBatch await_oldest() override { return take_oldest(); }
 
   private:
     PublishOutcome post(const OutboxMessage& message);

@@ -1,8 +1,9 @@
 // inbox-relay: publishes the outbox of an inbox database to RabbitMQ or an HTTP endpoint. The
-// loop: take a batch (inbox.relay_take), publish it, mark done what the sink confirmed and failed
-// what it refused; take again at once after a full batch, else wait for a notification on
-// inbox_outbox or the poll timeout. At least once: a message is marked done only after the sink
-// confirmed it, so a crash in between publishes it again, with the same id.
+// loop: take a batch (inbox.relay_take) and publish it; while the broker confirms it, take and
+// publish the next; then mark done what the sink confirmed and failed what it refused. It takes
+// again at once after a full batch, else waits for a notification on inbox_outbox or the poll
+// timeout. At least once: a message is marked done only after the sink confirmed it, so a crash in
+// between publishes it again, with the same id.
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -30,40 +31,18 @@ std::string seconds_text(double seconds) {
     return text;
 }
 
-// Connects a side that is down, after its backoff delay; false when it is still down.
-template <typename Side>
-bool reconnect(Side& side, Backoff& backoff, const std::string& what) {
-    if (backoff.delay_seconds() > 0) {
-        wait_readable_or_stop(-1, backoff.delay_seconds());
-        if (stop_requested()) {
-            return false;
-        }
-    }
-    try {
-        side.connect();
-        backoff.succeeded();
-        print_line("connected to " + side.describe());
-        return true;
-    } catch (const std::runtime_error& error) {
-        backoff.failed();
-        print_line("cannot reach " + what + ": " + error.what() + "; again in " +
-                   seconds_text(backoff.delay_seconds()));
-        return false;
-    }
-}
-
 // relay_done for what the sink confirmed, relay_failed for the rest, one call per error text.
 // Refused messages wait --retry-after; unsent ones (the sink's connection broke) are due at once.
-void settle(OutboxDatabase& database, const std::vector<OutboxMessage>& batch,
-            const std::vector<PublishOutcome>& outcomes, double retry_after_seconds) {
+void settle(OutboxDatabase& database, const SentBatch& sent, double retry_after_seconds) {
     std::vector<std::string> done;
     std::map<std::pair<std::string, bool>, std::vector<std::string>> failed;
-    for (size_t i = 0; i < batch.size(); ++i) {
-        if (outcomes[i].delivery == Delivery::confirmed) {
-            done.push_back(batch[i].id);
+    for (size_t i = 0; i < sent.messages.size(); ++i) {
+        const PublishOutcome& outcome = sent.outcomes[i];
+        if (outcome.delivery == Delivery::confirmed) {
+            done.push_back(sent.messages[i].id);
         } else {
-            failed[{outcomes[i].error, outcomes[i].delivery == Delivery::unsent}].push_back(
-                batch[i].id);
+            failed[{outcome.error, outcome.delivery == Delivery::unsent}].push_back(
+                sent.messages[i].id);
         }
     }
     if (!done.empty()) {
@@ -74,28 +53,30 @@ void settle(OutboxDatabase& database, const std::vector<OutboxMessage>& batch,
     }
 }
 
-std::string batch_line(const std::vector<OutboxMessage>& batch,
-                       const std::vector<PublishOutcome>& outcomes, double milliseconds) {
+std::string batch_line(const SentBatch& sent) {
+    std::chrono::duration<double, std::milli> took =
+        std::chrono::steady_clock::now() - sent.sent_at;
     size_t confirmed = 0;
     std::string first_error;
-    for (const PublishOutcome& outcome : outcomes) {
+    for (const PublishOutcome& outcome : sent.outcomes) {
         if (outcome.delivery == Delivery::confirmed) {
             ++confirmed;
         } else if (first_error.empty()) {
             first_error = outcome.error;
         }
     }
-    std::string line =
-        "published " + std::to_string(confirmed) + " of " + std::to_string(batch.size());
+    size_t size = sent.messages.size();
+    std::string line = "published " + std::to_string(confirmed) + " of " + std::to_string(size);
     if (confirmed > 0) {
-        line += " (" + count_by_destination(batch, outcomes, Delivery::confirmed) + ")";
+        line +=
+            " (" + count_by_destination(sent.messages, sent.outcomes, Delivery::confirmed) + ")";
     }
-    if (confirmed < batch.size()) {
-        line += ", failed " + std::to_string(batch.size() - confirmed) + " (" + first_error + ")";
+    if (confirmed < size) {
+        line += ", failed " + std::to_string(size - confirmed) + " (" + first_error + ")";
     }
-    char took[32];
-    std::snprintf(took, sizeof took, " in %.0f ms", milliseconds);
-    return line + took;
+    char milliseconds[32];
+    std::snprintf(milliseconds, sizeof milliseconds, " in %.0f ms", took.count());
+    return line + milliseconds;
 }
 
 std::unique_ptr<Sink> make_sink(const RelayOptions& options) {
@@ -105,54 +86,121 @@ std::unique_ptr<Sink> make_sink(const RelayOptions& options) {
     return std::make_unique<HttpSink>(options.http_url);
 }
 
-int run(const RelayOptions& options) {
-    std::unique_ptr<Sink> sink = make_sink(options);
-    OutboxDatabase database(options.database, options.name);
-    Backoff database_backoff;
-    Backoff sink_backoff;
-    LagReader lag;
-    print_line("inbox-relay " + options.name + " starting");
-    while (!stop_requested()) {
-        if (!database.connected() && !reconnect(database, database_backoff, "the database")) {
-            continue;
-        }
-        if (!sink->connected() && !reconnect(*sink, sink_backoff, sink->describe())) {
-            continue;
-        }
-        try {
-            std::vector<OutboxMessage> batch =
-                database.take(options.batch, options.lease_seconds, options.destinations);
-            if (batch.empty()) {
-                database.wait_for_notification(options.poll_seconds);
+class Relay {
+  public:
+    explicit Relay(const RelayOptions& options)
+        : options_(options), sink_(make_sink(options)), database_(options.database, options.name) {}
+
+    int run() {
+        print_line("inbox-relay " + options_.name + " starting");
+        while (!stop_requested()) {
+            if (!database_.connected() &&
+                !reconnect(database_, database_backoff_, "the database")) {
                 continue;
             }
-            auto started = std::chrono::steady_clock::now();
-            std::vector<PublishOutcome> outcomes = sink->publish(batch);
-            std::chrono::duration<double, std::milli> took =
-                std::chrono::steady_clock::now() - started;
-            if (!sink->connected()) {
-                sink_backoff.failed();
-                print_line("lost " + sink->describe() + "; again in " +
-                           seconds_text(sink_backoff.delay_seconds()));
-            }
             try {
-                settle(database, batch, outcomes, options.retry_after_seconds);
+                step();
+            } catch (const DatabaseError& error) {
+                database_.disconnect();
+                database_backoff_.failed();
+                print_line(std::string("lost the database: ") + error.what());
+            }
+        }
+        finish_in_flight();
+        print_line("inbox-relay " + options_.name + " stopped");
+        return 0;
+    }
+
+  private:
+    // Takes a batch and sends it. After a full batch the relay takes the next at once, and
+    // settles the one before, whose confirms came in meanwhile: one batch is confirmed while the
+    // next is taken and published. Otherwise it settles what is in flight, and waits for a
+    // notification when there was nothing to take.
+    void step() {
+        if (!sink_->connected()) {
+            // What the broker answered before it went away is settled before the backoff.
+            settle_in_flight(0);
+            if (!reconnect(*sink_, sink_backoff_, sink_->describe())) {
+                return;
+            }
+            sink_up_ = true;
+        }
+        std::vector<OutboxMessage> batch =
+            database_.take(options_.batch, options_.lease_seconds, options_.destinations);
+        bool full = static_cast<int>(batch.size()) == options_.batch;
+        bool empty = batch.empty();
+        if (!empty) {
+            sink_->send(std::move(batch));
+        }
+        settle_in_flight(full ? 1 : 0);
+        if (empty) {
+            database_.wait_for_notification(options_.poll_seconds);
+        }
+    }
+
+    // Awaits and settles the oldest batches until no more than `keep` are in flight.
+    void settle_in_flight(size_t keep) {
+        while (sink_->batches_in_flight() > keep) {
+            SentBatch sent = sink_->await_oldest();
+            if (!sink_->connected() && sink_up_) {
+                sink_backoff_.failed();
+                print_line("lost " + sink_->describe() + "; again in " +
+                           seconds_text(sink_backoff_.delay_seconds()));
+            }
+            sink_up_ = sink_->connected();
+            try {
+                settle(database_, sent, options_.retry_after_seconds);
             } catch (const DatabaseError&) {
                 // Published but not marked: the leases expire and the messages go out again.
-                print_line("could not mark " + std::to_string(batch.size()) +
+                print_line("could not mark " + std::to_string(sent.messages.size()) +
                            " messages: they go out again when their lease expires");
                 throw;
             }
-            print_line(batch_line(batch, outcomes, took.count()) + "; " + lag.describe(database));
+            print_line(batch_line(sent) + "; " + lag_.describe(database_));
+        }
+    }
+
+    // SIGTERM: the batches in flight are confirmed and settled before the relay exits.
+    void finish_in_flight() {
+        try {
+            if (database_.connected()) {
+                settle_in_flight(0);
+            }
         } catch (const DatabaseError& error) {
-            database.disconnect();
-            database_backoff.failed();
             print_line(std::string("lost the database: ") + error.what());
         }
     }
-    print_line("inbox-relay " + options.name + " stopped");
-    return 0;
-}
+
+    // Connects a side that is down, after its backoff delay; false when it is still down.
+    template <typename Side>
+    bool reconnect(Side& side, Backoff& backoff, const std::string& what) {
+        if (backoff.delay_seconds() > 0) {
+            wait_readable_or_stop(-1, backoff.delay_seconds());
+            if (stop_requested()) {
+                return false;
+            }
+        }
+        try {
+            side.connect();
+            backoff.succeeded();
+            print_line("connected to " + side.describe());
+            return true;
+        } catch (const std::runtime_error& error) {
+            backoff.failed();
+            print_line("cannot reach " + what + ": " + error.what() + "; again in " +
+                       seconds_text(backoff.delay_seconds()));
+            return false;
+        }
+    }
+
+    const RelayOptions& options_;
+    std::unique_ptr<Sink> sink_;
+    OutboxDatabase database_;
+    Backoff database_backoff_;
+    Backoff sink_backoff_;
+    bool sink_up_ = false;  // the sink was connected when last looked at
+    LagReader lag_;
+};
 
 }  // namespace
 }  // namespace inbox_relay
@@ -173,7 +221,7 @@ int main(int argc, char** argv) {
     try {
         install_stop_signal();
         curl_global_init(CURL_GLOBAL_DEFAULT);
-        return run(options);
+        return Relay(options).run();
     } catch (const std::invalid_argument& error) {
         std::fprintf(stderr, "inbox-relay: %s\n", error.what());
         return 2;

@@ -123,7 +123,8 @@ std::string usage_text() {
             meaning.remove_prefix(end == meaning.npos ? meaning.size() : end + 1);
         }
     }
-    text += "  --help\n      this text\n\nStops after the batch in flight on SIGTERM or SIGINT.\n";
+    text +=
+        "  --help\n      this text\n\nStops after the batches in flight on SIGTERM or SIGINT.\n";
     return text;
 }
 

@@ -1,6 +1,10 @@
 // Where the relay publishes: a RabbitMQ broker (amqp_sink) or an HTTP endpoint (http_sink).
+// Pipelined: a batch is sent, and its outcomes awaited later, so that the broker confirms one
+// batch while the relay takes and publishes the next.
 #pragma once
 
+#include <chrono>
+#include <deque>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,6 +19,14 @@ class SinkError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A batch sent, with one outcome per message in the batch's order once it is known (unsent
+// until then).
+struct SentBatch {
+    std::vector<OutboxMessage> messages;
+    std::vector<PublishOutcome> outcomes;
+    std::chrono::steady_clock::time_point sent_at;
+};
+
 class Sink {
   public:
     virtual ~Sink() = default;
@@ -23,10 +35,21 @@ class Sink {
     virtual void connect() = 0;
     // Where it publishes, without credentials.
     virtual std::string describe() const = 0;
-    // Publishes the batch and waits until each message is confirmed or refused; one outcome per
-    // message, in the batch's order. A connection lost midway leaves the rest unsent and the
-    // sink disconnected.
-    virtual std::vector<PublishOutcome> publish(const std::vector<OutboxMessage>& batch) = 0;
+    // Publishes the batch without waiting for its outcomes. A connection lost midway leaves the
+    // rest of it, and what earlier batches still awaited, unsent, and the sink disconnected.
+    virtual void send(std::vector<OutboxMessage> batch) = 0;
+    // Waits until each message of the oldest batch in flight is confirmed, refused or known
+    // unsent, and hands it over.
+    virtual SentBatch await_oldest() = 0;
+
+    size_t batches_in_flight() const { return in_flight_.size(); }
+
+  protected:
+    // The batch sent, in flight from now on, its outcomes unsent.
+    SentBatch& start_batch(std::vector<OutboxMessage> batch);
+    SentBatch take_oldest();
+
+    std::deque<SentBatch> in_flight_;  // in the order sent
 };
 
 }  // namespace inbox_relay

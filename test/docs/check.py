@@ -10,6 +10,11 @@ A link to a file must name one that exists, and a link to #anchor (in the docume
 Markdown file) a heading there, as GitHub makes anchors of headings; a broken link is reported as
 FILE:LINE and the document's blocks are not run.
 
+Excerpts of tested code. A block fenced as ```LANGUAGE from PATH (PATH relative to the document,
+as its links are) shows lines of that file, a program that another suite runs: its lines must
+be lines of the file as they are, one after the other, or it is reported as FILE:LINE, and the
+document's blocks are not run.
+
 Who runs a block. Each ```sql block begins with a comment that says who runs it, which the reader
 sees as the first line of the block:
 
@@ -131,6 +136,27 @@ def broken_links(path):
                 yield f"{path}:{number}: link to a missing file: {target}"
             elif anchor and linked.endswith(".md") and anchor not in anchors(linked):
                 yield f"{path}:{number}: link to a missing heading: {target}"
+
+
+def stale_excerpts(path):
+    """Yields FILE:LINE: ... for each ```LANGUAGE from PATH block that is not a run of lines of
+    PATH as they are."""
+    for line, info, text in blocks(path):
+        if info[1:2] != ["from"]:
+            continue
+        if len(info) != 3:
+            yield f"{path}:{line}: an excerpt names one file: ```LANGUAGE from PATH"
+            continue
+        source = os.path.normpath(os.path.join(os.path.dirname(path), info[2]))
+        if not os.path.isfile(source):
+            yield f"{path}:{line}: an excerpt of a missing file: {info[2]}"
+            continue
+        with open(source, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        excerpt = text.split("\n")[:-1]
+        if not excerpt or not any(lines[i:i + len(excerpt)] == excerpt
+                                  for i in range(len(lines))):
+            yield f"{path}:{line}: the block is not as {info[2]} has these lines"
 
 
 def statements(text):
@@ -385,7 +411,7 @@ def admin(database, sql):
 
 
 def check_document(path):
-    broken = list(broken_links(path))
+    broken = list(broken_links(path)) + list(stale_excerpts(path))
     if broken:
         print("\n".join(broken))
         return False
@@ -431,8 +457,10 @@ def check_document(path):
         print(failure)
         return False
     roles = ", ".join(f"{count} as {role}" for role, count in ran.items())
+    excerpts = sum(1 for _, info, _ in blocks(path) if info[1:2] == ["from"])
     print(f"{path}: {sum(ran.values())} sql blocks ran{' (' + roles + ')' if roles else ''}, "
-          f"{checks} results checked, {templates} templates shown")
+          f"{checks} results checked, {templates} templates shown"
+          f"{f', {excerpts} excerpts as their files have them' if excerpts else ''}")
     return True
 
 

@@ -4,7 +4,7 @@
 # must show the same commands and output. Then each stub consumer (Python, Node, C++) runs as two
 # instances at once, fed the same at-least-once stream, and every distinct payment must be
 # applied exactly once.
-#   test/examples/run.sh WORKDIR [python|node|cpp|rabbitmq ...]
+#   test/examples/run.sh WORKDIR [python|node|cpp|rabbitmq|rabbitmq_stream ...]
 #
 # The README's blocks are found by the HTML comment before each (<!-- test: KIND [EXAMPLE] -->):
 # setup (the examples' database, run before each example), build EXAMPLE, run EXAMPLE and
@@ -23,7 +23,10 @@ source "$source_dir/scripts/rabbitmq.sh"
 work=$1
 shift
 examples=("$@")
-((${#examples[@]})) || examples=(python node cpp rabbitmq)
+((${#examples[@]})) || examples=(python node cpp rabbitmq rabbitmq_stream)
+# The examples whose consumer reads the stub's stream, which two instances then run at once; the
+# others read a RabbitMQ node of the suite's own.
+declare -A stub=([python]=1 [node]=1 [cpp]=1)
 mkdir -p "$work"
 readme=$source_dir/examples/README.md
 
@@ -33,6 +36,7 @@ declare -A example_files=(
     [node]=examples/node/consumer.js
     [cpp]=examples/cpp/consumer.cpp
     [rabbitmq]="examples/rabbitmq/publish.py examples/rabbitmq/consumer.py"
+    [rabbitmq_stream]="examples/rabbitmq/stream_publish.py examples/rabbitmq/stream_consumer.py"
 )
 
 # ---------------------------------------------------------------------------- the README's blocks
@@ -122,7 +126,11 @@ cluster_start "$pg_bindir" "$cluster" "listen_addresses = 'localhost'" "port = $
     "hba_file = '$cluster/pg_hba.conf'" "shared_preload_libraries = 'inbox'" "fsync = off" ||
     { echo "could not start the examples' cluster"; exit 1; }
 
-if [[ " ${examples[*]} " == *" rabbitmq "* ]]; then
+needs_rabbitmq=0
+for example in "${examples[@]}"; do
+    [ -n "${stub[$example]:-}" ] || needs_rabbitmq=1
+done
+if ((needs_rabbitmq)); then
     rabbitmq_start "$work/rabbitmq" || { echo "could not start a RabbitMQ node"; exit 1; }
     export AMQP_URL="amqp://guest:guest@127.0.0.1:$rabbitmq_amqp_port/%2F"
 fi
@@ -277,7 +285,7 @@ for example in "${examples[@]}"; do
     ok=1
     check_headers "$example" || ok=0
     run_documented "$example" || ok=0
-    if ((ok)) && [ "$example" != rabbitmq ]; then
+    if ((ok)) && [ -n "${stub[$example]:-}" ]; then
         run_concurrently "$example" || ok=0
     fi
     if ((ok)); then

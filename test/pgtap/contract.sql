@@ -1,7 +1,7 @@
 -- The public contract as the README's SQL reference states it, object by object: the names,
 -- signatures and types that users and their tooling depend on.
 BEGIN;
-SELECT plan(74);
+SELECT plan(109);
 
 SELECT has_schema('inbox');
 SELECT has_view('inbox', 'messages', 'the markers, as a view over the compact store');
@@ -116,6 +116,77 @@ SELECT throws_ok($$SELECT inbox.apply('pgtap-poison', 'x-1', 'pgtap_fail()')$$, 
                  'handler failed', 'a failed delivery (rolled back to throws_ok''s savepoint)');
 SELECT throws_ok($$SELECT inbox.apply('pgtap-poison', 'x-1', 'pgtap_noop()')$$, 'IB001');
 SELECT is((inbox.receive('pgtap-poison', 'x-1')).outcome, 'poisoned', 'receive answers poisoned');
+
+-- 1.3: the outbox (docs/outbox.md).
+SELECT function_returns('inbox', 'send', ARRAY['text', 'jsonb', 'text', 'jsonb'], 'uuid');
+SELECT function_returns('inbox', 'send_bytes', ARRAY['text', 'bytea', 'text', 'jsonb'], 'uuid');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments('inbox.send(text, jsonb, text, jsonb)'::regprocedure)),
+          'destination text, payload jsonb, key text DEFAULT NULL::text, headers jsonb DEFAULT NULL::jsonb',
+          'send(destination, payload, key, headers), key and headers optional');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(
+               'inbox.relay_take(text, integer, interval, text[])'::regprocedure)),
+          'relay text, max_messages integer DEFAULT 100, lease interval DEFAULT ''00:00:30''::interval, '
+          'destinations text[] DEFAULT NULL::text[]',
+          'relay_take(relay, max_messages 100, lease 30 s, destinations)');
+SELECT is((SELECT pg_catalog.pg_get_function_result(
+               'inbox.relay_take(text, integer, interval, text[])'::regprocedure)),
+          'TABLE(id uuid, destination text, key text, headers jsonb, payload jsonb, attempt integer, '
+          'payload_bytes bytea)',
+          'relay_take returns (id, destination, key, headers, payload, attempt, payload_bytes)');
+SELECT function_returns('inbox', 'relay_done', ARRAY['uuid[]'], 'integer');
+SELECT function_returns('inbox', 'relay_failed', ARRAY['uuid[]', 'text', 'interval'], 'integer');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(
+               'inbox.relay_failed(uuid[], text, interval)'::regprocedure)),
+          'ids uuid[], error text, retry_after interval DEFAULT ''00:00:10''::interval',
+          'relay_failed retries after 10 s by default');
+SELECT function_returns('inbox', 'relay_release', ARRAY['uuid[]'], 'integer');
+SELECT has_view('inbox', 'outbox', 'every outgoing message');
+SELECT columns_are('inbox', 'outbox',
+                   ARRAY['id', 'destination', 'key', 'state', 'attempts', 'last_error', 'created_at',
+                         'delivered_at', 'cause_consumer', 'cause_message_id', 'leased_by',
+                         'not_before', 'dead_at']);
+SELECT has_view('inbox', 'outbox_stats', 'the relays'' lag');
+SELECT col_type_is('inbox', 'stats', 'outbox_pending', 'bigint', 'stats shows the pending messages');
+SELECT col_type_is('inbox', 'stats', 'outbox_oldest_pending_age', 'interval',
+                   'stats shows the oldest pending message''s age');
+SELECT function_privs_are('inbox', 'send', ARRAY['text', 'jsonb', 'text', 'jsonb'], 'public',
+                          ARRAY[]::text[], 'send is not granted to PUBLIC');
+SELECT function_privs_are('inbox', 'relay_take', ARRAY['text', 'integer', 'interval', 'text[]'],
+                          'public', ARRAY[]::text[], 'relay_take is not granted to PUBLIC');
+SELECT table_privs_are('inbox', 'outbox', 'public', ARRAY[]::text[],
+                       'outbox is not readable by PUBLIC');
+CREATE ROLE pgtap_relay;
+SELECT lives_ok($$SELECT inbox.grant_access('pgtap_relay', 'relay')$$, 'relay access');
+SELECT function_privs_are('inbox', 'relay_done', ARRAY['uuid[]'], 'pgtap_relay',
+                          ARRAY['EXECUTE'], 'relay may mark done');
+SELECT function_privs_are('inbox', 'send', ARRAY['text', 'jsonb', 'text', 'jsonb'], 'pgtap_relay',
+                          ARRAY[]::text[], 'relay may not send');
+SELECT is((SELECT count(*) FROM inbox.relay_take('pgtap', 10)), 0::bigint,
+          'nothing to take before a send commits');
+
+-- 1.3: streams (docs/streams.md).
+SELECT function_returns('inbox', 'claim_position', ARRAY['text', 'text', 'bigint', 'boolean'], 'text');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(
+               'inbox.claim_position(text, text, bigint, boolean)'::regprocedure)),
+          'consumer text, stream text, "position" bigint, contiguous boolean DEFAULT false',
+          'claim_position(consumer, stream, position, contiguous false)');
+SELECT function_returns('inbox', 'claim_positions', ARRAY['text', 'text', 'bigint[]', 'boolean'],
+                        'bigint[]');
+SELECT function_returns('inbox', 'stream_position', ARRAY['text', 'text'], 'bigint');
+SELECT function_returns('inbox', 'retire_stream', ARRAY['text', 'text'], 'boolean');
+SELECT has_view('inbox', 'streams', 'one position per stream');
+SELECT columns_are('inbox', 'streams', ARRAY['consumer', 'stream', 'position', 'updated_at']);
+SELECT function_privs_are('inbox', 'claim_position', ARRAY['text', 'text', 'bigint', 'boolean'],
+                          'public', ARRAY[]::text[], 'claim_position is not granted to PUBLIC');
+SELECT is(inbox.claim_position('pgtap', 'orders/0', 41), 'next', 'a first position is next');
+SELECT is(inbox.claim_position('pgtap', 'orders/0', 41), 'duplicate',
+          'the same position again is a duplicate');
+SELECT is(inbox.claim_position('pgtap', 'orders/0', 42), 'next', 'the one after it is next');
+SELECT is(inbox.claim_position('pgtap', 'events/7', 3, true), 'gap',
+          'contiguous: 3 of a stream never claimed is a gap');
+SELECT is(inbox.claim_positions('pgtap', 'orders/1', ARRAY[5, 6, 7]::bigint[]), ARRAY[5, 6, 7]::bigint[],
+          'the batch form: the new positions');
+SELECT is(inbox.stream_position('pgtap', 'orders/9'), NULL, 'an unknown stream has no position');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -2,9 +2,12 @@
 # every consumer (a few thousand, ids of every stored form) is a duplicate afterwards, the
 # consumers keep their ids and settings, stored results and payload fingerprints answer as
 # before, a consumer's own retention still decides the purge, new claims and new consumers
-# work, and each database keeps its extension version until ALTER EXTENSION inbox UPDATE. What
-# lives in shared memory is not carried (docs/upgrading.md): the failed attempts and the
-# counters start anew, and the tables the DBA keeps them in before the upgrade come across.
+# work, and each database keeps its extension version until ALTER EXTENSION inbox UPDATE. The
+# outbox keeps its messages, delivered, pending, leased and dead, and its send order (each key
+# goes out in order, a message sent after the upgrade after the old ones of its key); streams
+# keep their positions, which claims answer from. What lives in shared memory is not carried
+# (docs/upgrading.md): the failed attempts and the counters start anew, and the tables the DBA
+# keeps them in before the upgrade come across.
 #
 # It needs the older major with inbox installed for it: INBOX_UPGRADE_FROM_BINDIR, its bindir
 # (test/run.sh sets it when UPGRADE_FROM_PG_CONFIG names that major's pg_config; `make
@@ -71,6 +74,43 @@ $old->safe_psql('shop', q{BEGIN; SELECT inbox.claim('billing', 'poison-1'); ROLL
 is($old->safe_psql('shop', q{SELECT outcome FROM inbox.receive('billing', 'poison-1')}),
 	'poisoned', "on $old_major the message has failed up to billing's limit");
 
+# The outbox: six messages of two keys, sent in a transaction that claims their cause, the first
+# one delivered; a message leased for a day and one dead after its only attempt.
+$old->safe_psql('shop', q{
+	BEGIN;
+	SELECT inbox.claim('billing', 'order-paid-41');
+	SELECT count(inbox.send('orders', jsonb_build_object('n', g), 'k-' || g % 2,
+	                        '{"content-type": "application/json"}'))
+	FROM generate_series(0, 5) g;
+	COMMIT;
+	SELECT inbox.relay_done(array_agg(id)) FROM inbox.relay_take('relay-1', 1);
+	SELECT inbox.send('leased', '"leased"'), inbox.send('dead', '"dead"');
+	SELECT count(*) FROM inbox.relay_take('relay-1', 10, '1 day', ARRAY['leased']);
+	SET inbox.outbox_max_attempts = 1;
+	SELECT inbox.relay_failed(array_agg(id), 'refused')
+	FROM inbox.relay_take('relay-1', 10, destinations => ARRAY['dead']);
+});
+is( $old->safe_psql('shop', q{
+		SELECT string_agg(coalesce(m.key, '-') || ':' || coalesce(m.payload ->> 'n', m.payload #>> '{}')
+		                  || ':' || o.state || ':' || m.attempts, ' ' ORDER BY m.ordinal)
+		FROM inbox.outbox_messages m JOIN inbox.outbox o USING (id)}),
+	'k-0:0:delivered:1 k-1:1:pending:0 k-0:2:pending:0 k-1:3:pending:0 k-0:4:pending:0 '
+	  . 'k-1:5:pending:0 -:leased:leased:1 -:dead:dead:1',
+	"on $old_major the outbox holds delivered, pending, leased and dead messages");
+
+# Streams: positions claimed with and without contiguous, one by a polled batch.
+$old->safe_psql('shop', q{
+	SELECT inbox.claim_position('totals', 'orders/0', 41), inbox.claim_position('totals', 'orders/1', 7);
+	SELECT inbox.claim_positions('totals', 'orders/2', ARRAY[100, 101, 103]);
+	SELECT inbox.claim_position('ledger', 'account-42', 1, true),
+	       inbox.claim_position('ledger', 'account-42', 2, true);
+});
+is( $old->safe_psql('shop', q{
+		SELECT string_agg(consumer || ':' || stream || ':' || position, ' ' ORDER BY consumer, stream)
+		FROM inbox.streams}),
+	'ledger:account-42:2 totals:orders/0:41 totals:orders/1:7 totals:orders/2:103',
+	"on $old_major the streams have their positions");
+
 # What the test compares with after the upgrade, and, as docs/upgrading.md asks of a DBA, the
 # failed attempts and the counters, which pg_upgrade does not carry.
 $old->safe_psql('shop', q{
@@ -79,6 +119,10 @@ $old->safe_psql('shop', q{
 		SELECT id, name, retention, max_attempts, registered_at, owner FROM inbox.consumer_registry;
 	CREATE TABLE inbox_attempts_before_upgrade AS SELECT * FROM inbox.attempts;
 	CREATE TABLE inbox_stats_before_upgrade AS SELECT * FROM inbox.stats;
+	CREATE TABLE outbox_before AS
+		SELECT m.*, o.state FROM inbox.outbox_messages m JOIN inbox.outbox o USING (id);
+	CREATE TABLE positions_before AS
+		SELECT consumer_id, stream, position, updated_at FROM inbox.stream_positions;
 });
 cmp_ok($old->safe_psql('shop', 'SELECT count(*) FROM markers_before'), '>', 8000,
 	'thousands of markers before the upgrade');
@@ -138,6 +182,22 @@ is( $new->safe_psql('shop', q{
 		     EXCEPT ALL TABLE registry_before)) d}),
 	'0', 'every consumer keeps its id and its settings');
 is( $new->safe_psql('shop', q{
+		SELECT count(*) FROM (
+		    (TABLE outbox_before
+		     EXCEPT SELECT m.*, o.state FROM inbox.outbox_messages m JOIN inbox.outbox o USING (id))
+		    UNION ALL
+		    (SELECT m.*, o.state FROM inbox.outbox_messages m JOIN inbox.outbox o USING (id)
+		     EXCEPT TABLE outbox_before)) d}),
+	'0', 'every outgoing message is there: ids, ordinals, payloads, causes, leases, attempts, states');
+is( $new->safe_psql('shop', q{
+		SELECT count(*) FROM (
+		    (TABLE positions_before
+		     EXCEPT SELECT consumer_id, stream, position, updated_at FROM inbox.stream_positions)
+		    UNION ALL
+		    (SELECT consumer_id, stream, position, updated_at FROM inbox.stream_positions
+		     EXCEPT TABLE positions_before)) d}),
+	'0', "every stream keeps its consumer's id and its position");
+is( $new->safe_psql('shop', q{
 		SELECT outcome || ' ' || result FROM inbox.receive('checkout', 'req-1', '{"qty": 2, "sku": "A-1"}')}),
 	'duplicate {"order": 7731, "status": 201}', 'a duplicate comes with its stored result');
 is( $new->safe_psql('shop', q{
@@ -174,6 +234,62 @@ is( $new->safe_psql('shop', q{
 	'1', 'the new consumer takes the id above the highest');
 is( $new->safe_psql('shop', q{SELECT applied FROM inbox.stats WHERE consumer = 'newcomer'}),
 	'1', 'the counters count again');
+
+# The outbox: a send on the new major is numbered after every message of the old one; a relay
+# drains each key in order, one message of a key at a time, the new message last of its key; the
+# message leased for a day and the dead one stay out of the drain; released, the dead message
+# goes out with a fresh count of attempts.
+$new->safe_psql('shop', q{SELECT inbox.send('orders', '{"n": 6}', 'k-0')});
+is( $new->safe_psql('shop', q{
+		SELECT ordinal > (SELECT max(ordinal) FROM outbox_before)
+		FROM inbox.outbox_messages WHERE payload = '{"n": 6}'}),
+	't', 'a send after the upgrade is numbered after every message sent before it');
+my (@batches, $delivered);
+while (@batches < 10)
+{
+	my $batch = $new->safe_psql('shop', q{
+		WITH taken AS (SELECT * FROM inbox.relay_take('relay-2', 10))
+		SELECT string_agg(coalesce(key, '-') || ':' || coalesce(payload ->> 'n', payload #>> '{}'),
+		                  ' ' ORDER BY key),
+		       inbox.relay_done(array_agg(id))
+		FROM taken HAVING count(*) > 0});
+	last if $batch eq '';
+	my ($messages, $done) = split /\|/, $batch;
+	push @batches, $messages;
+	$delivered += $done;
+}
+is(join('|', @batches), 'k-0:2 k-1:1|k-0:4 k-1:3|k-0:6 k-1:5',
+	'each key goes out in send order, the message sent after the upgrade last of its key');
+is($delivered, 6, 'every message taken is delivered');
+is( $new->safe_psql('shop', q{
+		SELECT inbox.relay_release(ARRAY(SELECT id FROM inbox.outbox WHERE state = 'dead'));
+		WITH taken AS (SELECT * FROM inbox.relay_take('relay-2', 10))
+		SELECT string_agg(payload #>> '{}' || ' attempt ' || attempt, ' '),
+		       inbox.relay_done(array_agg(id))
+		FROM taken HAVING count(*) > 0}),
+	"1\ndead attempt 1|1", 'the dead message, released, goes out with fresh attempts');
+is( $new->safe_psql('shop', q{SELECT string_agg(state || ':' || leased_by, ' ') FROM inbox.outbox
+		WHERE state <> 'delivered'}),
+	'leased:relay-1', 'the lease taken before the upgrade still holds its message');
+
+# Streams: a claim of a committed position is a duplicate, the one after it is next, a
+# contiguous claim past the next position is a gap; the streams move from where they were.
+is( join(' ', map { $new->safe_psql('shop', "SELECT $_") }
+		q{inbox.claim_position('totals', 'orders/0', 41)},
+		q{inbox.claim_position('totals', 'orders/0', 42)},
+		q{inbox.claim_position('totals', 'orders/1', 7)},
+		q{inbox.claim_position('totals', 'orders/1', 8)},
+		q{inbox.claim_positions('totals', 'orders/2', ARRAY[101, 103, 104])},
+		q{inbox.claim_position('ledger', 'account-42', 2, true)},
+		q{inbox.claim_position('ledger', 'account-42', 4, true)},
+		q{inbox.claim_position('ledger', 'account-42', 3, true)}),
+	'duplicate next duplicate next {104} duplicate gap next',
+	'claims answer from the positions committed before the upgrade');
+is( $new->safe_psql('shop', q{
+		SELECT string_agg(consumer || ':' || stream || ':' || position, ' ' ORDER BY consumer, stream)
+		FROM inbox.streams}),
+	'ledger:account-42:3 totals:orders/0:42 totals:orders/1:8 totals:orders/2:104',
+	'the streams moved on from their positions');
 
 # Retention: shipping's own window (2 h 30 min) purges its 500 markers of three hours ago,
 # billing's (30 days) keeps its own.
