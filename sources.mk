@@ -6,6 +6,7 @@ INBOX_SOURCES = \
 	src/pg/shared_memory.cpp \
 	src/pg/spi.cpp \
 	src/pg/table_shape.cpp \
+	src/pg/speculative_insert.cpp \
 	src/pg/state_file.cpp \
 	src/pg/subtransaction.cpp \
 	src/settings.cpp \
@@ -44,6 +45,7 @@ INBOX_SOURCES = \
 	src/claim/claim_batch.cpp \
 	src/claim/configure_consumer.cpp \
 	src/stream/position_run.cpp \
+	src/stream/direct_position_claim.cpp \
 	src/stream/claim_position.cpp \
 	src/purge/purge_bucket_rows.cpp \
 	src/purge/purge_outbox.cpp \

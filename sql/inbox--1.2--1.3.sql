@@ -643,13 +643,15 @@ WHERE d.applied OPERATOR(pg_catalog.>) 0 OR d.duplicates OPERATOR(pg_catalog.>) 
 -- ---- streams: one position per stream (docs/streams.md) ------------------------------------
 -- A consumer of a partitioned log (Kafka, Event Hubs, RabbitMQ streams) or of events numbered per
 -- aggregate keeps one committed position per stream instead of a marker per message: nothing to
--- purge, and the position says where to resume. Fixed-width columns first; the stream in the C
--- collation (compared byte for byte, as message ids are).
+-- purge, and the position says where to resume. The stream in the C collation (compared byte for
+-- byte, as message ids are), in the padding that the position's alignment leaves after the
+-- consumer's id: a name of up to 13 bytes costs no more than that padding (a row of 56 bytes on
+-- the page for orders/0, not 64), and a claim prunes its page less often.
 CREATE TABLE inbox.stream_positions (
     consumer_id smallint NOT NULL,
+    stream text COLLATE "C" NOT NULL,
     position bigint NOT NULL,
     updated_at timestamptz NOT NULL,
-    stream text COLLATE "C" NOT NULL,
     CONSTRAINT stream_positions_pkey PRIMARY KEY (consumer_id, stream)
 );
 COMMENT ON TABLE inbox.stream_positions IS

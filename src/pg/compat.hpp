@@ -8,6 +8,7 @@ extern "C" {
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"  // VARSIZE, VARDATA and SET_VARSIZE left postgres.h in 16
 #endif
+#include "access/genam.h"
 #include "access/tableam.h"
 #include "access/tupdesc.h"
 #include "catalog/pg_proc.h"
@@ -133,6 +134,52 @@ inline void insert_index_tuples(ResultRelInfo* target, TupleTableSlot* row, ESta
 #endif
 }
 
+// Which index entries the new version of an updated row needs: none (a HOT update), all, or
+// only the summarizing indexes' (15 had a boolean for all or none).
+enum class UpdatedIndexes { none, all, summarizing };
+
+// The row at tid, locked by this transaction, updated to row's values (19 added the options).
+inline TM_Result update_row(Relation table, ItemPointer tid, TupleTableSlot* row, CommandId cid,
+                            Snapshot snapshot, TM_FailureData* failure, UpdatedIndexes* indexes) {
+    LockTupleMode lock_mode;
+#if PG_VERSION_NUM >= 160000
+    TU_UpdateIndexes update_indexes = TU_None;
+#if PG_VERSION_NUM >= 190000
+    TM_Result result = table_tuple_update(table, tid, row, cid, 0, snapshot, InvalidSnapshot, true,
+                                          failure, &lock_mode, &update_indexes);
+#else
+    TM_Result result = table_tuple_update(table, tid, row, cid, snapshot, InvalidSnapshot, true,
+                                          failure, &lock_mode, &update_indexes);
+#endif
+    *indexes = update_indexes == TU_None          ? UpdatedIndexes::none
+               : update_indexes == TU_Summarizing ? UpdatedIndexes::summarizing
+                                                  : UpdatedIndexes::all;
+#else
+    bool update_indexes = false;
+    TM_Result result = table_tuple_update(table, tid, row, cid, snapshot, InvalidSnapshot, true,
+                                          failure, &lock_mode, &update_indexes);
+    *indexes = update_indexes ? UpdatedIndexes::all : UpdatedIndexes::none;
+#endif
+    return result;
+}
+
+// The index entries of the new version of an updated row (update_row), as ExecUpdate makes
+// them; none of our indexes is deferrable.
+inline void insert_updated_index_tuples(ResultRelInfo* target, TupleTableSlot* row, EState* estate,
+                                        UpdatedIndexes indexes) {
+    if (indexes == UpdatedIndexes::none) return;
+#if PG_VERSION_NUM >= 190000
+    uint32 flags = EIIT_IS_UPDATE;
+    if (indexes == UpdatedIndexes::summarizing) flags |= EIIT_ONLY_SUMMARIZING;
+    list_free(ExecInsertIndexTuples(target, estate, flags, row, NIL, nullptr));
+#elif PG_VERSION_NUM >= 160000
+    list_free(ExecInsertIndexTuples(target, row, estate, true, false, nullptr, NIL,
+                                    indexes == UpdatedIndexes::summarizing));
+#else
+    list_free(ExecInsertIndexTuples(target, row, estate, true, false, nullptr, NIL));
+#endif
+}
+
 // A hash table in shared memory of entries elements, all allocated at start-up (19 dropped the
 // separate initial size).
 inline HTAB* shmem_init_hash(const char* name, long entries, HASHCTL* info, int flags) {
@@ -140,6 +187,19 @@ inline HTAB* shmem_init_hash(const char* name, long entries, HASHCTL* info, int 
     return ShmemInitHash(name, entries, info, flags);
 #else
     return ShmemInitHash(name, entries, entries, info, flags);
+#endif
+}
+
+// A scan of index with nkeys scan keys (given to index_rescan) under snapshot, without
+// instrumentation (18 added it, 19 the scan options).
+inline IndexScanDesc begin_index_scan(Relation table, Relation index, Snapshot snapshot,
+                                      int nkeys) {
+#if PG_VERSION_NUM >= 190000
+    return index_beginscan(table, index, snapshot, nullptr, nkeys, 0, SO_NONE);
+#elif PG_VERSION_NUM >= 180000
+    return index_beginscan(table, index, snapshot, nullptr, nkeys, 0);
+#else
+    return index_beginscan(table, index, snapshot, nkeys, 0);
 #endif
 }
 

@@ -1,25 +1,22 @@
 // See marker_insert.hpp.
 extern "C" {
 #include "postgres.h"
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
-#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 }
 
 #include "pg/compat.hpp"
+#include "pg/speculative_insert.hpp"
 #include "pg/table_shape.hpp"
 #include "store/marker_insert.hpp"
 #include "store/marker_table.hpp"
@@ -48,31 +45,8 @@ const Oid column_types[marker_columns] = {INT4OID, INT2OID, CHAROID, BYTEAOID};
 constexpr AttrNumber consumer_id_column = 2;
 constexpr AttrNumber message_key_column = 4;
 
-// The arbiter ON CONFLICT (consumer_id, message_key) infers when the primary key is the only
-// unique or exclusion index; InvalidOid when another one could be an arbiter too, or when the
-// key is not what the statement expects (it then reports what is wrong).
-Oid sole_arbiter(Relation table) {
-    Oid primary_key = pg::primary_key_index(table);
-    if (!OidIsValid(primary_key)) return InvalidOid;
-    List* indexes = RelationGetIndexList(table);
-    bool sole = true;
-    ListCell* cell;
-    foreach (cell, indexes) {
-        HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(cell)));
-        if (!HeapTupleIsValid(tuple))
-            elog(ERROR, "cache lookup failed for index %u", lfirst_oid(cell));
-        auto* index = (Form_pg_index)GETSTRUCT(tuple);
-        if (index->indexrelid == primary_key)
-            sole = sole && index->indisvalid && index->indimmediate && index->indnkeyatts == 2 &&
-                   index->indkey.values[0] == consumer_id_column &&
-                   index->indkey.values[1] == message_key_column;
-        else
-            sole = sole && !index->indisunique && !index->indisexclusion;
-        ReleaseSysCache(tuple);
-    }
-    list_free(indexes);
-    return sole ? primary_key : InvalidOid;
-}
+// The arbiter ON CONFLICT (consumer_id, message_key) infers.
+const AttrNumber key_columns[2] = {consumer_id_column, message_key_column};
 
 // The statement does more than the direct insert on a table with triggers (they fire), rules
 // (they rewrite it), row-level security (its policies check the row), CHECK constraints,
@@ -83,54 +57,28 @@ Oid arbiter_for(Relation table) {
         invalidation_registered = true;
     }
     if (cached_target.table == RelationGetRelid(table)) return cached_target.arbiter;
-    Form_pg_class form = table->rd_rel;
     bool plain =
-        form->relkind == RELKIND_RELATION && !form->relispartition && !form->relrowsecurity &&
-        table->trigdesc == nullptr && table->rd_rules == nullptr &&
+        pg::plain_table(table) &&
         pg::columns_as_created(RelationGetDescr(table), column_names, column_types, marker_columns);
-    cached_target = {RelationGetRelid(table), plain ? sole_arbiter(table) : InvalidOid};
+    cached_target = {RelationGetRelid(table),
+                     plain ? pg::sole_unique_key(table, key_columns, 2) : InvalidOid};
     return cached_target.arbiter;
 }
 
-// What ON CONFLICT DO NOTHING does with a conflict under REPEATABLE READ or SERIALIZABLE
-// (PostgreSQL's ExecCheckTIDVisible): a row the transaction's snapshot cannot see, inserted by
-// another transaction, makes "not inserted" an answer the snapshot could not give.
-void refuse_invisible_conflict(Relation table, EState* estate, ItemPointer conflict) {
-    if (!IsolationUsesXactSnapshot()) return;
-    TupleTableSlot* existing = table_slot_create(table, &estate->es_tupleTable);
-    if (!table_tuple_fetch_row_version(table, conflict, SnapshotAny, existing))
-        elog(ERROR, "failed to fetch the conflicting marker");
-    if (!table_tuple_satisfies_snapshot(table, existing, GetTransactionSnapshot())) {
-        bool isnull = false;
-        Datum xmin = slot_getsysattr(existing, MinTransactionIdAttributeNumber, &isnull);
-        if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
-            ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                            errmsg("could not serialize access due to concurrent update")));
-    }
-    ExecClearTuple(existing);
-}
-
 // PostgreSQL's ExecInsert for ON CONFLICT DO NOTHING: a check for a conflicting key (waiting
-// for an uncommitted one), then a speculative insert that a concurrent inserter of the same key
-// can make withdraw, in which case all starts again.
-bool insert_speculatively(ResultRelInfo* target, EState* estate, TupleTableSlot* row,
-                          List* arbiters) {
-    Relation table = target->ri_RelationDesc;
+// for an uncommitted one), then a speculative insert, until one or the other holds.
+bool insert_unless_conflicting(ResultRelInfo* target, EState* estate, TupleTableSlot* row,
+                               List* arbiters) {
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         ItemPointerData conflict;
         if (!pg::check_index_constraints(target, row, estate, &conflict, arbiters)) {
-            refuse_invisible_conflict(table, estate, &conflict);
+            pg::refuse_conflict_invisible_to_transaction(target->ri_RelationDesc, estate,
+                                                         &conflict);
             return false;
         }
-        uint32 token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
-        table_tuple_insert_speculative(table, row, estate->es_output_cid, 0, nullptr, token);
-        bool conflicted = false;
-        // No index is deferrable (sole_arbiter): nothing to recheck at commit.
-        pg::insert_speculative_index_tuples(target, row, estate, arbiters, &conflicted);
-        table_tuple_complete_speculative(table, row, token, !conflicted);
-        SpeculativeInsertionLockRelease(GetCurrentTransactionId());
-        if (!conflicted) return true;
+        // No index is deferrable (pg::sole_unique_key): nothing to recheck at commit.
+        if (pg::insert_speculatively(target, estate, row, arbiters)) return true;
     }
 }
 
@@ -152,7 +100,7 @@ bool insert_into(Relation table, Oid arbiter, const Datum values[marker_columns]
         row->tts_isnull[i] = false;
     }
     ExecStoreVirtualTuple(row);
-    bool inserted = insert_speculatively(target, estate, row, list_make1_oid(arbiter));
+    bool inserted = insert_unless_conflicting(target, estate, row, list_make1_oid(arbiter));
     ExecResetTupleTable(estate->es_tupleTable, false);
     ExecCloseIndices(target);
     FreeExecutorState(estate);

@@ -66,11 +66,8 @@ const OutboxTarget* outbox_target() {
 }
 
 bool plain_table(Relation table) {
-    Form_pg_class form = table->rd_rel;
-    return form->relkind == RELKIND_RELATION && !form->relispartition && !form->relrowsecurity &&
-           table->trigdesc == nullptr && table->rd_rules == nullptr &&
-           pg::columns_as_created(RelationGetDescr(table), column_names, column_types,
-                                  outbox_columns);
+    return pg::plain_table(table) && pg::columns_as_created(RelationGetDescr(table), column_names,
+                                                            column_types, outbox_columns);
 }
 
 // The row of the message: every NOT NULL column has its value, so ExecConstraints has nothing

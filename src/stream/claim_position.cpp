@@ -3,8 +3,9 @@
 // transaction, so that the position commits with the work or not at all. A claim locks the stream's
 // row before it reads the position: two claims of one stream wait for each other, as two copies of
 // a message do, and the second reads what the first committed. Under REPEATABLE READ, a stream
-// moved after the snapshot is a serialization failure (40001). C-style, inside PostgreSQL's error
-// handling.
+// moved after the snapshot is a serialization failure (40001). A claim writes the table directly
+// (direct_position_claim.hpp), or through the statements below where only they do what the table
+// asks. C-style, inside PostgreSQL's error handling.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -25,6 +26,7 @@ extern "C" {
 #include "store/consumer_registry.hpp"
 #include "store/marker_arguments.hpp"
 #include "store/marker_table.hpp"
+#include "stream/direct_position_claim.hpp"
 #include "stream/position_run.hpp"
 
 namespace {
@@ -67,8 +69,9 @@ MarkerStatement create_stream = {
     .plan = nullptr};
 
 // A position that is not contiguous in one statement: inserted for a new stream, moved when
-// beyond the committed one. ON CONFLICT locks the row, waiting for a claim in flight, and
-// decides on the row that claim committed: a row returned is next, none a duplicate.
+// beyond the committed one (as the direct claim does). ON CONFLICT locks the row, waiting for a
+// claim in flight, and decides on the row that claim committed: a row returned is next, none a
+// duplicate.
 MarkerStatement advance_stream = {
     .sql =
         "INSERT INTO inbox.stream_positions AS s (consumer_id, position, updated_at, stream) "
@@ -100,10 +103,17 @@ inbox::StreamPosition read_position(MarkerStatement* statement, const Consumer& 
     return {true, DatumGetInt64(position)};
 }
 
-// Claims positions (ascending, distinct) of the consumer's stream in the caller's transaction,
-// in the caller's SPI connection: the stream moves to the last of the next ones.
-inbox::PositionRun claim_in_stream(const Consumer& consumer, text* stream, const int64* ascending,
-                                   int count, bool contiguous) {
+// The claim with statements, for a table the direct claim does not serve
+// (direct_position_claim.hpp): one statement for a single position that is not contiguous; else the
+// row locked and read, then moved or created.
+inbox::PositionRun claim_with_statements(const Consumer& consumer, text* stream,
+                                         const int64* ascending, int count, bool contiguous) {
+    if (!contiguous && count == 1) {
+        Datum values[3] = {Int16GetDatum(consumer.id), PointerGetDatum(stream),
+                           Int64GetDatum(ascending[0])};
+        execute_as_store_owner(&advance_stream, values);
+        return SPI_processed == 1 ? inbox::PositionRun{0, 1} : inbox::PositionRun{1, 1};
+    }
     for (;;) {
         inbox::StreamPosition committed = read_position(&lock_stream, consumer, stream);
         inbox::PositionRun run = inbox::classify_positions(committed, ascending, count, contiguous);
@@ -118,6 +128,15 @@ inbox::PositionRun claim_in_stream(const Consumer& consumer, text* stream, const
         if (SPI_processed == 1) return run;
         // Another transaction created the stream and committed meanwhile: read what it left.
     }
+}
+
+// Claims positions (ascending, distinct) of the consumer's stream in the caller's transaction,
+// in the caller's SPI connection: the stream moves to the last of the next ones.
+inbox::PositionRun claim_in_stream(const Consumer& consumer, text* stream, const int64* ascending,
+                                   int count, bool contiguous) {
+    inbox::PositionRun run = {0, 0};
+    if (claim_positions_directly(consumer, stream, ascending, count, contiguous, &run)) return run;
+    return claim_with_statements(consumer, stream, ascending, count, contiguous);
 }
 
 int64 require_position_value(int64 position, const char* what) {
@@ -191,15 +210,7 @@ PGDLLEXPORT Datum inbox_claim_position(PG_FUNCTION_ARGS) {
     pg::spi_connect();
     Consumer consumer;
     find_consumer_to_act(consumer_name, Registration::by_claim, &consumer);
-    inbox::PositionRun run = {0, 0};
-    if (contiguous) {
-        run = claim_in_stream(consumer, stream, &position, 1, true);
-    } else {
-        Datum values[3] = {Int16GetDatum(consumer.id), PointerGetDatum(stream),
-                           Int64GetDatum(position)};
-        execute_as_store_owner(&advance_stream, values);
-        run = SPI_processed == 1 ? inbox::PositionRun{0, 1} : inbox::PositionRun{1, 1};
-    }
+    inbox::PositionRun run = claim_in_stream(consumer, stream, &position, 1, contiguous);
     SPI_finish();
     count_positions(consumer_name, run);
     const char* answer = run.first_next == 1 ? "duplicate" : run.end_next == 1 ? "next" : "gap";
