@@ -113,11 +113,7 @@ is($node->safe_psql('postgres', $totals), '2|0|0',
 $node->safe_psql('postgres',
     q{SELECT inbox.claim('load', 'new-after-restart'), inbox.claim('after', 'a-1')});
 is($node->safe_psql('postgres', $totals), '3|1|1', 'counting before the crash');
-my $victim = $node->background_psql('postgres', on_error_stop => 0);
-my $pid = $victim->query_safe('SELECT pg_backend_pid()');
-deliberately_kill($pid);
-$victim->quit;
-$node->poll_query_until('postgres', 'SELECT true', 't') or die 'no restart after the crash';
+crash_backend($node, $node->background_psql('postgres', on_error_stop => 0));
 is($node->safe_psql('postgres', $totals), '3|0|0', 'a backend crash loses the counters');
 
 $node->safe_psql('postgres',

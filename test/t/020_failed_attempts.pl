@@ -161,16 +161,7 @@ note("shared memory for 100 messages: $segments bytes");
 # shutdown (crash recovery follows).
 my $count_all = q{SELECT count(*) FROM inbox.attempts};
 isnt($node->safe_psql('postgres', $count_all), 0, 'failures before the crash');
-my $victim = $node->background_psql('postgres', on_error_stop => 0);
-my $pid = $victim->query_safe('SELECT pg_backend_pid()');
-my $log_offset = -s $node->logfile;
-deliberately_kill($pid);
-$victim->quit;
-# Connections may still succeed until the postmaster has noticed the crash: wait for the
-# reinitialisation before counting.
-$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-$node->poll_query_until('postgres', 'SELECT true', 't')
-  or die 'no restart after the crash';
+crash_backend($node, $node->background_psql('postgres', on_error_stop => 0));
 is($node->safe_psql('postgres', $count_all), 0, 'a backend crash loses them');
 
 $node->safe_psql('postgres', q{BEGIN; SELECT inbox.claim('pay', 'm-9'); ROLLBACK;});

@@ -10,8 +10,8 @@ use Time::HiRes qw(usleep);
 use Exporter 'import';
 
 our @EXPORT =
-  qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill require_extension
-  message_ids_sql);
+  qw(inbox_node add_markers marker_count wait_for_next_cycle deliberately_kill crash_backend
+  require_extension message_ids_sql);
 
 # Skips the whole test file, saying why, when the PostgreSQL under test (the pg_config of PATH)
 # has no extension $name installed: Debian packages pg_cron and pgTAP for a new major some time
@@ -107,6 +107,23 @@ sub deliberately_kill
 	return 1 if kill 'KILL', $pid;
 	die "could not kill $pid: $!" unless $options{may_have_exited} && $!{ESRCH};
 	return 0;
+}
+
+# Crashes the node by killing the backend of a background psql session with SIGKILL, and returns
+# once the postmaster has reinitialised shared memory and accepts connections again. Until it has
+# noticed the crash a new connection may still succeed, and then be terminated by the
+# reinitialisation: what follows must not run before it.
+sub crash_backend
+{
+	my ($node, $session) = @_;
+	my $pid = $session->query_safe('SELECT pg_backend_pid()');
+	my $log_offset = -s $node->logfile;
+	deliberately_kill($pid);
+	$session->quit;
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
+	$node->poll_query_until('postgres', 'SELECT true', 't')
+	  or die 'no restart after the crash';
+	return;
 }
 
 1;
