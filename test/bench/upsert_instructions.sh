@@ -6,11 +6,10 @@
 # not depend on the machine's load. Both take the same messages, built from the statement's
 # parameter n as upsert_versioned.sh builds them (a text cast to jsonb): ids cycle over 500 rows
 # and versions are scrambled, so both the update and the stale path are taken, alike on both
-# sides. Each statement runs twice, N and 200 times, and the
-# difference is divided by N - 200, which leaves out the backend's start and the first
-# executions. Then, per transaction, the inclusive instructions of the routines the work is
-# made of.
-#   test/bench/upsert_instructions.sh [N=3000]
+# sides. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
+# which leaves out the backend's start and the first executions. Then, per transaction, the
+# inclusive instructions of the routines the work is made of.
+#   test/bench/upsert_instructions.sh [N=3000]     (env KEEP=1 keeps the profiles, *.out)
 set -euo pipefail
 calls=${1:-3000}
 warm=200
