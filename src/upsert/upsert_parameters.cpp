@@ -71,17 +71,17 @@ void prepare_column_input(ColumnInput* input, AttrNumber attnum, Oid type, int32
 }
 
 void make_typed_parameters(const ColumnInput* inputs, int count, const JsonbValue* values,
-                           Datum* parameters, char* nulls) {
+                           Datum* parameters, bool* nulls) {
     for (int i = 0; i < count; i++) {
         const ColumnInput* input = &inputs[i];
         const JsonbValue* value = &values[input->attnum - 1];
         if (make_directly(input, value, &parameters[i])) {
-            nulls[i] = ' ';
+            nulls[i] = false;
             continue;
         }
         char* text = json_value_text(value);
         parameters[i] = InputFunctionCall(const_cast<FmgrInfo*>(&input->function), text,
                                           input->ioparam, input->typmod);
-        nulls[i] = text == nullptr ? 'n' : ' ';
+        nulls[i] = text == nullptr;
     }
 }

@@ -35,4 +35,4 @@ void prepare_column_input(ColumnInput* input, AttrNumber attnum, Oid type, int32
 
 // One parameter per input, from the json values of the incoming row (values[attnum - 1]).
 void make_typed_parameters(const ColumnInput* inputs, int count, const JsonbValue* values,
-                           Datum* parameters, char* nulls);
+                           Datum* parameters, bool* nulls);

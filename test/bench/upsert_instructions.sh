@@ -69,7 +69,7 @@ printf 'function / hand_jsonb: %s times the instructions\n' \
 
 # Inclusive instructions per transaction of the routines that make up each one's work.
 routines=exec_simple_query,PortalRun,ExecutorRun,inbox_upsert_versioned,ExecInsert,ExecOnConflictUpdate
-routines+=,SPI_connect,SPI_execute_plan,SPI_finish,GetCachedPlan,RevalidateCachedQuery
+routines+=,SPI_connect,SPI_execute_plan,SPI_execute_plan_with_paramlist,SPI_finish,GetCachedPlan
 routines+=,jsonb_to_record,jsonb_in,LockRelationOid,get_attnum,lookup_target_table
 routines+=,lookup_statement,make_typed_parameters,InputFunctionCall,GetTransactionSnapshot
 routines+=,CommitTransaction,StartTransaction,standard_ExecutorStart,standard_ExecutorEnd
