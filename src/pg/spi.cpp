@@ -2,6 +2,9 @@
 #include "pg/spi.hpp"
 
 extern "C" {
+#include "nodes/params.h"
+#include "parser/parse_node.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 }
 
@@ -11,6 +14,29 @@ namespace {
 
 void connect_with(int options) {
     if (SPI_connect_ext(options) != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+}
+
+// $n as parse analysis sees it: of the n-th type and typmod (what fixed_paramref_hook makes,
+// with the typmod).
+Node* typed_parameter(ParseState* parse_state, ParamRef* reference) {
+    auto* parameters = static_cast<const ParameterTypes*>(parse_state->p_ref_hook_state);
+    int number = reference->number;
+    if (number <= 0 || number > parameters->count)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_PARAMETER),
+                        errmsg("there is no parameter $%d", number)));
+    Param* parameter = makeNode(Param);
+    parameter->paramkind = PARAM_EXTERN;
+    parameter->paramid = number;
+    parameter->paramtype = parameters->types[number - 1];
+    parameter->paramtypmod = parameters->typmods[number - 1];
+    parameter->paramcollid = get_typcollation(parameter->paramtype);
+    parameter->location = reference->location;
+    return reinterpret_cast<Node*>(parameter);
+}
+
+void set_up_typed_parameters(ParseState* parse_state, void* parameters) {
+    parse_state->p_paramref_hook = typed_parameter;
+    parse_state->p_ref_hook_state = parameters;
 }
 
 }  // namespace
@@ -31,6 +57,29 @@ SPIPlanPtr prepare_kept_plan(const char* sql, int nargs, const Oid* argtypes) {
     SPI_keepplan(plan);
     SPI_finish();
     return plan;
+}
+
+SPIPlanPtr prepare_kept_plan(const char* sql, const ParameterTypes* parameters) {
+    spi_connect();
+    SPIPlanPtr plan = SPI_prepare_params(sql, set_up_typed_parameters,
+                                         const_cast<ParameterTypes*>(parameters), 0);
+    if (plan == nullptr)
+        elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+    SPI_keepplan(plan);
+    SPI_finish();
+    return plan;
+}
+
+int execute_typed_plan(SPIPlanPtr plan, const ParameterTypes* parameters, const Datum* values,
+                       const bool* nulls) {
+    ParamListInfo list = makeParamList(parameters->count);
+    for (int i = 0; i < parameters->count; i++) {
+        list->params[i].value = values[i];
+        list->params[i].isnull = nulls[i];
+        list->params[i].pflags = PARAM_FLAG_CONST;
+        list->params[i].ptype = parameters->types[i];
+    }
+    return SPI_execute_plan_with_paramlist(plan, list, false, 0);
 }
 
 int execute_plan(SPIPlanPtr plan, const char* sql, const Datum* values, const char* nulls) {

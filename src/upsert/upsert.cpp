@@ -24,13 +24,10 @@ TargetTable* open_target_table(Oid relid) {
     return lookup_target_table(relid);
 }
 
-AttrNumber user_column(Oid relid, const char* name) {
-    AttrNumber attnum = get_attnum(relid, name);
-    return attnum > 0 ? attnum : AttrNumber{InvalidAttrNumber};
-}
-
-AttrNumber version_column(const TargetTable* table, const char* name) {
-    AttrNumber version = user_column(table->relid, name);
+AttrNumber version_column(TargetTable* table, const char* name) {
+    // remembered after the places of the row's keys
+    AttrNumber version =
+        column_named(table, name, static_cast<int>(strlen(name)), table->attribute_count);
     if (version == InvalidAttrNumber)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                         errmsg("version column \"%s\" of relation \"%s\" does not exist", name,
@@ -62,8 +59,7 @@ struct IncomingRow {
 
 // Every key must name a column; the key columns (and the version, when there is one) must be
 // present and not null.
-IncomingRow read_row(const TargetTable* table, Jsonb* row, const char* argument,
-                     AttrNumber version) {
+IncomingRow read_row(TargetTable* table, Jsonb* row, const char* argument, AttrNumber version) {
     if (!JB_ROOT_IS_OBJECT(row))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s must be a JSON object", argument),
@@ -74,17 +70,12 @@ IncomingRow read_row(const TargetTable* table, Jsonb* row, const char* argument,
     JsonbIterator* iterator = JsonbIteratorInit(&row->root);
     JsonbValue value;
     AttrNumber attnum = InvalidAttrNumber;
+    int key_index = 0;
     JsonbIteratorToken token;
     while ((token = JsonbIteratorNext(&iterator, &value, true)) != WJB_DONE) {
         if (token == WJB_KEY) {
             int length = value.val.string.len;
-            char name[NAMEDATALEN];
-            attnum = InvalidAttrNumber;
-            if (length < NAMEDATALEN) {
-                memcpy(name, value.val.string.val, length);
-                name[length] = '\0';
-                attnum = user_column(table->relid, name);
-            }
+            attnum = column_named(table, value.val.string.val, length, key_index++);
             if (attnum == InvalidAttrNumber)
                 ereport(ERROR,
                         (errcode(ERRCODE_UNDEFINED_COLUMN),

@@ -11,11 +11,16 @@ extern "C" {
 #include "utils/jsonb.h"
 }
 
-// How one typed parameter is made: the column type's input function.
+// How one typed parameter is made: the column type's input function. For text and numeric
+// columns (not domains over them) the value the input function would make from a json string,
+// respectively a json number, is made directly: the same value, without the text in between.
+enum class DirectInput { none, text_from_string, numeric_from_number };
+
 struct ColumnInput {
     AttrNumber attnum;
     Oid ioparam;
     int32 typmod;
+    DirectInput direct;
     FmgrInfo function;
 };
 
@@ -30,4 +35,4 @@ void prepare_column_input(ColumnInput* input, AttrNumber attnum, Oid type, int32
 
 // One parameter per input, from the json values of the incoming row (values[attnum - 1]).
 void make_typed_parameters(const ColumnInput* inputs, int count, const JsonbValue* values,
-                           Datum* parameters, char* nulls);
+                           Datum* parameters, bool* nulls);

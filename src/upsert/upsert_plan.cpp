@@ -26,8 +26,10 @@ struct CachedStatement {
     Bitmapset* columns;
     SPIPlanPtr plan;
     int executing;  // calls running the plan now: a stale statement is freed only at zero
-    int parameter_count;
-    ColumnInput* inputs;  // typed parameters, one per column; nullptr: the json row is $1
+    // typed parameters, one per column (with the column's typmod): their types and inputs;
+    // inputs is nullptr when the json row is $1
+    pg::ParameterTypes parameters;
+    ColumnInput* inputs;
     CachedStatement* next;
 };
 
@@ -39,7 +41,11 @@ CachedStatement* retired_statements = nullptr;
 void free_statement(CachedStatement* statement) {
     SPI_freeplan(statement->plan);
     bms_free(statement->columns);
-    if (statement->inputs != nullptr) pfree(statement->inputs);
+    if (statement->inputs != nullptr) {
+        pfree(statement->inputs);
+        pfree(const_cast<Oid*>(statement->parameters.types));
+        pfree(const_cast<int32*>(statement->parameters.typmods));
+    }
     pfree(statement);
 }
 
@@ -100,6 +106,7 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
     shape.column_count = column_count;
 
     auto* parameter_types = static_cast<Oid*>(palloc(column_count * sizeof(Oid)));
+    auto* parameter_typmods = static_cast<int32*>(palloc(column_count * sizeof(int32)));
     shape.typed_parameters = true;
     int i = 0;
     for (int attnum = -1; (attnum = bms_next_member(columns, attnum)) >= 0; i++) {
@@ -110,6 +117,7 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
                                  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
         shape_columns[i].is_key = is_key_column(table, static_cast<AttrNumber>(attnum));
         parameter_types[i] = column->atttypid;
+        parameter_typmods[i] = column->atttypmod;
         if (!converts_from_text(column->atttypid)) shape.typed_parameters = false;
     }
     if (kind == NaturalWrite::upsert_versioned) {
@@ -118,17 +126,33 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
         version_less_than(version_column, &shape);
     }
 
+    char* sql = render_sql(shape, kind);
     Oid jsonb_type = JSONBOID;
-    SPIPlanPtr plan =
-        shape.typed_parameters
-            ? pg::prepare_kept_plan(render_sql(shape, kind), column_count, parameter_types)
-            : pg::prepare_kept_plan(render_sql(shape, kind), 1, &jsonb_type);
-
+    SPIPlanPtr plan = shape.typed_parameters ? nullptr : pg::prepare_kept_plan(sql, 1, &jsonb_type);
     auto* statement =
         static_cast<CachedStatement*>(MemoryContextAlloc(cache_context, sizeof(CachedStatement)));
     statement->inputs = nullptr;
-    statement->parameter_count = shape.typed_parameters ? column_count : 1;
+    statement->parameters = {};
     if (shape.typed_parameters) {
+        // the plan keeps reading the parameter types: they live as long as the statement
+        statement->parameters = {
+            column_count,
+            static_cast<Oid*>(MemoryContextAlloc(cache_context, column_count * sizeof(Oid))),
+            static_cast<int32*>(MemoryContextAlloc(cache_context, column_count * sizeof(int32)))};
+        memcpy(const_cast<Oid*>(statement->parameters.types), parameter_types,
+               column_count * sizeof(Oid));
+        memcpy(const_cast<int32*>(statement->parameters.typmods), parameter_typmods,
+               column_count * sizeof(int32));
+        PG_TRY();
+        { plan = pg::prepare_kept_plan(sql, &statement->parameters); }
+        PG_CATCH();
+        {
+            pfree(const_cast<Oid*>(statement->parameters.types));
+            pfree(const_cast<int32*>(statement->parameters.typmods));
+            pfree(statement);
+            PG_RE_THROW();
+        }
+        PG_END_TRY();
         statement->inputs = static_cast<ColumnInput*>(
             MemoryContextAllocZero(cache_context, column_count * sizeof(ColumnInput)));
         i = 0;
@@ -166,20 +190,20 @@ CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNum
 
 bool execute_statement(CachedStatement* statement, Datum row, const JsonbValue* values) {
     bool typed = statement->inputs != nullptr;
-    Datum* const parameters =
-        typed ? static_cast<Datum*>(palloc(statement->parameter_count * sizeof(Datum))) : &row;
-    char* const nulls = typed ? static_cast<char*>(palloc(statement->parameter_count)) : nullptr;
+    int count = statement->parameters.count;
+    Datum* const parameters = typed ? static_cast<Datum*>(palloc(count * sizeof(Datum))) : nullptr;
+    bool* const nulls = typed ? static_cast<bool*>(palloc(count * sizeof(bool))) : nullptr;
     volatile int result = 0;
     // Counted from before the conversion: a domain check could call back into this backend's
     // cache, which must not free the statement in use.
     statement->executing++;
     PG_TRY();
     {
-        if (typed)
-            make_typed_parameters(statement->inputs, statement->parameter_count, values, parameters,
-                                  nulls);
+        if (typed) make_typed_parameters(statement->inputs, count, values, parameters, nulls);
         pg::spi_connect();
-        result = SPI_execute_plan(statement->plan, parameters, nulls, false, 0);
+        result = typed ? pg::execute_typed_plan(statement->plan, &statement->parameters, parameters,
+                                                nulls)
+                       : SPI_execute_plan(statement->plan, &row, nullptr, false, 0);
     }
     PG_FINALLY();
     { statement->executing--; }

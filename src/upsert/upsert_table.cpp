@@ -87,6 +87,7 @@ void retire_stale_tables() {
         if (!table->stale) continue;
         retire_statements(table->statements);
         if (table->type_hashes != nullptr) pfree(table->type_hashes);
+        if (table->remembered != nullptr) pfree(table->remembered);
         hash_search(target_tables, &table->relid, HASH_REMOVE, nullptr);
     }
 }
@@ -161,6 +162,11 @@ void load_table_facts(TargetTable* table) {
         if (OidIsValid(element)) remember_type(table, element);
     }
     relation_close(rel, NoLock);
+
+    if (table->remembered != nullptr) pfree(table->remembered);
+    table->remembered_count = table->attribute_count + 1;
+    table->remembered = static_cast<RememberedColumn*>(
+        MemoryContextAllocZero(cache_context, sizeof(RememberedColumn) * table->remembered_count));
     table->stale = invalidation_count != invalidations_before;
 }
 
@@ -182,6 +188,8 @@ TargetTable* lookup_target_table(Oid relid) {
         table->type_hashes = nullptr;
         table->type_hash_count = 0;
         table->statements = nullptr;
+        table->remembered = nullptr;
+        table->remembered_count = 0;
     }
     // A failed load leaves the entry stale: the next lookup removes it and tries again.
     if (table->stale) {
@@ -189,6 +197,28 @@ TargetTable* lookup_target_table(Oid relid) {
         load_table_facts(table);
     }
     return table;
+}
+
+AttrNumber column_named(TargetTable* table, const char* name, int length, int place) {
+    bool can_remember = place >= 0 && place < table->remembered_count;
+    if (can_remember) {
+        const RememberedColumn* remembered = &table->remembered[place];
+        if (remembered->name_length == length && memcmp(remembered->name, name, length) == 0)
+            return remembered->attnum;
+    }
+    if (length >= NAMEDATALEN) return InvalidAttrNumber;
+    char terminated[NAMEDATALEN];
+    memcpy(terminated, name, length);
+    terminated[length] = '\0';
+    AttrNumber attnum = get_attnum(table->relid, terminated);
+    if (attnum <= 0) return InvalidAttrNumber;
+    if (can_remember) {
+        RememberedColumn* remembered = &table->remembered[place];
+        remembered->name_length = length;
+        memcpy(remembered->name, name, length);
+        remembered->attnum = attnum;
+    }
+    return attnum;
 }
 
 MemoryContext target_table_memory() {

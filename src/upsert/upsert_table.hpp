@@ -16,6 +16,14 @@ extern "C" {
 
 struct CachedStatement;
 
+// A column found by name, kept so that the next call asking in the same place with the same name
+// is answered by one comparison instead of a catalog lookup.
+struct RememberedColumn {
+    int name_length;  // 0: nothing remembered
+    char name[NAMEDATALEN];
+    AttrNumber attnum;
+};
+
 struct TargetTable {
     Oid relid;  // hash key
     bool stale;
@@ -25,6 +33,8 @@ struct TargetTable {
     int type_hash_count;
     uint32* type_hashes;          // TYPEOID hash values of the types the column definitions name
     CachedStatement* statements;  // prepared for this table, newest first
+    int remembered_count;         // attribute_count + 1 places
+    RememberedColumn* remembered;
 };
 
 // The table's facts, read on first use. The caller holds a lock on relid. Errors when the
@@ -32,6 +42,13 @@ struct TargetTable {
 TargetTable* lookup_target_table(Oid relid);
 
 bool is_key_column(const TargetTable* table, AttrNumber attnum);
+
+// The user column called `name` (`length` bytes, no terminator needed), or InvalidAttrNumber.
+// The answer is remembered at `place` (0 .. attribute_count; any other place remembers nothing):
+// a caller that asks for the same names in the same places on every call (the keys of one kind
+// of message, in the order a jsonb object keeps them) reads them from there, and the facts of a
+// changed table, with what they remember, are read anew.
+AttrNumber column_named(TargetTable* table, const char* name, int length, int place);
 
 // Where the cache and its statements live (a child of TopMemoryContext).
 MemoryContext target_table_memory();

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Where the CPU of inbox.upsert_versioned goes, against the static statement it replaces
+# (upsert_versioned.sh's hand_jsonb: INSERT ... SELECT FROM jsonb_to_record(message) ON CONFLICT
+# DO UPDATE ... WHERE version <): instructions per transaction (one prepared statement, executed
+# and committed N times) counted by callgrind in a single-user backend, so that the figures do
+# not depend on the machine's load. Both take the same messages, built from the statement's
+# parameter n as upsert_versioned.sh builds them (a text cast to jsonb): ids cycle over 500 rows
+# and versions are scrambled, so both the update and the stale path are taken, alike on both
+# sides. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
+# which leaves out the backend's start and the first executions. Then, per transaction, the
+# inclusive instructions of the routines the work is made of.
+#   test/bench/upsert_instructions.sh [N=3000]     (env KEEP=1 keeps the profiles, *.out)
+set -euo pipefail
+calls=${1:-3000}
+warm=200
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+private_build
+single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
+single_user -j "$work/setup" <<'SQL'
+CREATE EXTENSION inbox;
+
+CREATE TABLE bench_function (id integer PRIMARY KEY, status text NOT NULL,
+                             amount numeric(12, 2), note text, version bigint);
+
+CREATE TABLE bench_hand_jsonb (LIKE bench_function INCLUDING ALL);
+
+SQL
+
+message="('{\"id\": ' || \$1 % 500 + 1 || ', \"status\": \"paid\", \"amount\": ' || \$1 % 100000 || ', \"note\": \"invoice paid\", \"version\": ' || \$1 * 7919 % 1000003 || '}')::jsonb"
+declare -A statement=(
+    [function]="SELECT inbox.upsert_versioned('bench_function', $message)"
+    [hand_jsonb]="INSERT INTO bench_hand_jsonb AS stored (id, status, amount, note, version)
+SELECT id, status, amount, note, version
+FROM jsonb_to_record($message) AS incoming(id integer, status text, amount numeric(12, 2), note text, version bigint)
+ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, amount = EXCLUDED.amount,
+    note = EXCLUDED.note, version = EXCLUDED.version
+WHERE stored.version IS NULL OR stored.version < EXCLUDED.version"
+)
+
+# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
+# transaction each, n = 1, 2, ...); the profile is kept in $work/$1-$2.out. The tables are
+# emptied first, so that every run finds the same rows.
+instructions() {
+    local name=$1 times=$2
+    single_user -j "$work/reset" <<SQL
+TRUNCATE bench_function, bench_hand_jsonb;
+
+SQL
+    { echo "PREPARE s(bigint) AS ${statement[$name]//$'\n'/ };"; seq -f 'EXECUTE s(%.0f);' "$times"; } \
+        >"$work/$name-$times.sql"
+    chmod 644 "$work/$name-$times.sql"
+    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
+}
+
+declare -A per_transaction
+for name in function hand_jsonb; do
+    many=$(instructions "$name" "$calls")
+    few=$(instructions "$name" "$warm")
+    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    printf '%-10s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
+done
+printf 'function / hand_jsonb: %s times the instructions\n' \
+    "$(ratio "${per_transaction[function]}" "${per_transaction[hand_jsonb]}")"
+
+# Inclusive instructions per transaction of the routines that make up each one's work.
+routines=exec_simple_query,PortalRun,ExecutorRun,inbox_upsert_versioned,ExecInsert,ExecOnConflictUpdate
+routines+=,SPI_connect,SPI_execute_plan,SPI_execute_plan_with_paramlist,SPI_finish,GetCachedPlan
+routines+=,jsonb_to_record,jsonb_in,LockRelationOid,get_attnum,lookup_target_table
+routines+=,lookup_statement,make_typed_parameters,InputFunctionCall,GetTransactionSnapshot
+routines+=,CommitTransaction,StartTransaction,standard_ExecutorStart,standard_ExecutorEnd
+routines+=,ExecInitNode,ExecCheckPermissions,ExecCheckRTPerms,AcquireExecutorLocks
+for name in function hand_jsonb; do
+    echo "inside a transaction of $name (inclusive, per transaction):"
+    callgrind_annotate --inclusive=yes --threshold=100 "$work/$name-$calls.out" 2>/dev/null |
+        awk -v n="$calls" -v routines="${routines//,/|}" '
+            $0 ~ "[:](" routines ") \\[" {
+                gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
+                printf "  %-28s %7d\n", name, $1 / n
+            }'
+done
