@@ -16,6 +16,16 @@
 #                                   (inclusive) if any are given, and prints the instructions
 #                                   counted; the profile in NAME.out (for callgrind_annotate),
 #                                   valgrind's temporary files in NAME's directory
+#   instructions_per_transaction NAME CALLS WARM
+#                                   of the statements that the benchmark's own function
+#                                   `statement_lines NAME TIMES` prints (a PREPARE, then TIMES
+#                                   lines of one transaction each): run CALLS and WARM times, the
+#                                   difference divided by CALLS - WARM, which leaves out the
+#                                   backend's start and the first executions; the profile of the
+#                                   longer run in $work/NAME-CALLS.out
+#   routine_instructions PROFILE CALLS ROUTINE[,ROUTINE...]
+#                                   the inclusive instructions per transaction of each routine
+#                                   named, as the profile of CALLS transactions counts them
 
 single_user_use() {
     single_user_bindir=$1
@@ -49,4 +59,25 @@ callgrind_count() {
         "$single_user_bindir/postgres" --single -D "$single_user_data" "${options[@]}" postgres \
         >"$name.log" 2>&1 || { cat "$name.log" >&2; return 1; }
     sed -n 's/^summary: \([0-9]*\).*/\1/p' "$name.out"
+}
+
+instructions_per_transaction() {
+    local name=$1 calls=$2 warm=$3 times
+    local -a counted
+    for times in "$calls" "$warm"; do
+        statement_lines "$name" "$times" >"$work/$name-$times.sql"
+        chmod 644 "$work/$name-$times.sql"
+        counted+=("$(callgrind_count "$work/$name-$times" <"$work/$name-$times.sql")")
+    done
+    echo $(((counted[0] - counted[1]) / (calls - warm)))
+}
+
+routine_instructions() {
+    local profile=$1 calls=$2 routines=$3
+    callgrind_annotate --inclusive=yes --threshold=100 "$profile" 2>/dev/null |
+        awk -v n="$calls" -v routines="${routines//,/|}" '
+            $0 ~ "[:](" routines ") \\[" {
+                gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
+                printf "  %-28s %7d\n", name, $1 / n
+            }'
 }

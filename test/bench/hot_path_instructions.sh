@@ -25,20 +25,15 @@ single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
     printf '\n%s\n\n' "SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');"
 } | single_user -j "$work/setup"
 
-# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
-# transaction each); the profile is kept in $work/$1-$2.out.
-instructions() {
-    local name=$1 times=$2
-    { echo "PREPARE s AS ${statement[$name]};"; yes 'EXECUTE s;' | head -n "$times"; } >"$work/$name-$times.sql"
-    chmod 644 "$work/$name-$times.sql"
-    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
+# The statements of TIMES transactions of statement $1 (a line each).
+statement_lines() {
+    echo "PREPARE s AS ${statement[$1]};"
+    yes 'EXECUTE s;' | head -n "$2"
 }
 
 declare -A per_transaction
 for name in claim insert apply_plpgsql apply_sql apply_sql_atomic statement; do
-    many=$(instructions "$name" "$calls")
-    few=$(instructions "$name" "$warm")
-    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
     printf '%-17s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
 done
 for pair in claim/insert apply_plpgsql/statement apply_sql/statement apply_sql_atomic/statement; do
@@ -48,9 +43,6 @@ done
 
 # Inclusive instructions per claim of the routines that make up its work.
 echo "inside a claim (inclusive, per transaction):"
-callgrind_annotate --inclusive=yes --threshold=100 "$work/claim-$calls.out" 2>/dev/null |
-    awk -v n="$calls" '
-        /[:](inbox_claim|standard_ExecutorStart|standard_ExecutorEnd|ExecOpenIndices|ExecCloseIndices|ExecInsertIndexTuples|ExecCheckIndexConstraints|heap_insert|SPI_execute_plan) \[/ {
-            gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
-            printf "  %-28s %7d\n", name, $1 / n
-        }'
+routines=inbox_claim,standard_ExecutorStart,standard_ExecutorEnd,ExecOpenIndices,ExecCloseIndices
+routines+=,ExecInsertIndexTuples,ExecCheckIndexConstraints,heap_insert,SPI_execute_plan
+routine_instructions "$work/claim-$calls.out" "$calls" "$routines"

@@ -32,21 +32,16 @@ declare -A statement=(
     [hand_guard]="INSERT INTO app_offsets AS o (consumer, stream, position) VALUES ('totals', 'orders/' || \$1, $now_us) ON CONFLICT (consumer, stream) DO UPDATE SET position = excluded.position WHERE o.position < excluded.position"
 )
 
-# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
-# transaction each), over streams 1 to 100 in turn; the profile is kept in $work/$1-$2.out.
-instructions() {
-    local name=$1 times=$2
-    { echo "PREPARE s(int) AS ${statement[$name]};"; seq "$times" | awk '{print "EXECUTE s(" $1 % 100 + 1 ");"}'; } \
-        >"$work/$name-$times.sql"
-    chmod 644 "$work/$name-$times.sql"
-    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
+# The statements of TIMES transactions of statement $1 (a line each), over streams 1 to 100 in
+# turn.
+statement_lines() {
+    echo "PREPARE s(int) AS ${statement[$1]};"
+    seq "$2" | awk '{print "EXECUTE s(" $1 % 100 + 1 ");"}'
 }
 
 declare -A per_transaction
 for name in claim_position hand_guard; do
-    many=$(instructions "$name" "$calls")
-    few=$(instructions "$name" "$warm")
-    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
     printf '%-15s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
 done
 printf 'claim_position / hand_guard: %s times the instructions\n' \
@@ -61,10 +56,5 @@ routines+=,ExecOpenIndices,ExecCloseIndices,heap_lock_tuple,GetCachedPlan,pg_cla
 routines+=,table_tuple_lock,heapam_tuple_lock,index_getnext_slot,index_beginscan,index_endscan
 for name in claim_position hand_guard; do
     echo "inside a transaction of $name (inclusive, per transaction):"
-    callgrind_annotate --inclusive=yes --threshold=100 "$work/$name-$calls.out" 2>/dev/null |
-        awk -v n="$calls" -v routines="${routines//,/|}" '
-            $0 ~ "[:](" routines ") \\[" {
-                gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
-                printf "  %-28s %7d\n", name, $1 / n
-            }'
+    routine_instructions "$work/$name-$calls.out" "$calls" "$routines"
 done

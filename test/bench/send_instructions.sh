@@ -35,21 +35,15 @@ declare -A statement=(
     [insert]="INSERT INTO app_outbox (destination, key, payload) VALUES ('orders', 'k-7', $payload)"
 )
 
-# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
-# transaction each); the profile is kept in $work/$1-$2.out.
-instructions() {
-    local name=$1 times=$2
-    { echo "PREPARE s AS ${statement[$name]};"; yes 'EXECUTE s;' | head -n "$times"; } \
-        >"$work/$name-$times.sql"
-    chmod 644 "$work/$name-$times.sql"
-    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
+# The statements of TIMES transactions of statement $1 (a line each).
+statement_lines() {
+    echo "PREPARE s AS ${statement[$1]};"
+    yes 'EXECUTE s;' | head -n "$2"
 }
 
 declare -A per_transaction
 for name in send insert; do
-    many=$(instructions "$name" "$calls")
-    few=$(instructions "$name" "$warm")
-    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
     printf '%-7s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
 done
 printf 'send / insert: %s times the instructions\n' \
@@ -63,10 +57,5 @@ routines+=,AtCommit_Notify,CommitTransaction,StartTransaction,standard_ExecutorS
 routines+=,standard_ExecutorEnd,index_insert,ExecPrepareQual,ExecOpenIndices,ExecCloseIndices
 for name in send insert; do
     echo "inside a transaction of $name (inclusive, per transaction):"
-    callgrind_annotate --inclusive=yes --threshold=100 "$work/$name-$calls.out" 2>/dev/null |
-        awk -v n="$calls" -v routines="${routines//,/|}" '
-            $0 ~ "[:](" routines ") \\[" {
-                gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
-                printf "  %-28s %7d\n", name, $1 / n
-            }'
+    routine_instructions "$work/$name-$calls.out" "$calls" "$routines"
 done

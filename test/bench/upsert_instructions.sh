@@ -42,26 +42,17 @@ ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, amount = EXCLUDED.amoun
 WHERE stored.version IS NULL OR stored.version < EXCLUDED.version"
 )
 
-# Instructions of a single-user backend executing statement $1 $2 times (a line each: a
-# transaction each, n = 1, 2, ...); the profile is kept in $work/$1-$2.out. The tables are
-# emptied first, so that every run finds the same rows.
-instructions() {
-    local name=$1 times=$2
-    single_user -j "$work/reset" <<SQL
-TRUNCATE bench_function, bench_hand_jsonb;
-
-SQL
-    { echo "PREPARE s(bigint) AS ${statement[$name]//$'\n'/ };"; seq -f 'EXECUTE s(%.0f);' "$times"; } \
-        >"$work/$name-$times.sql"
-    chmod 644 "$work/$name-$times.sql"
-    callgrind_count "$work/$name-$times" <"$work/$name-$times.sql"
+# The statements of TIMES transactions of statement $1 (a line each, n = 1, 2, ...), after
+# emptying the tables, so that every run finds the same rows.
+statement_lines() {
+    echo "TRUNCATE bench_function, bench_hand_jsonb;"
+    echo "PREPARE s(bigint) AS ${statement[$1]//$'\n'/ };"
+    seq -f 'EXECUTE s(%.0f);' "$2"
 }
 
 declare -A per_transaction
 for name in function hand_jsonb; do
-    many=$(instructions "$name" "$calls")
-    few=$(instructions "$name" "$warm")
-    per_transaction[$name]=$(((many - few) / (calls - warm)))
+    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
     printf '%-10s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
 done
 printf 'function / hand_jsonb: %s times the instructions\n' \
@@ -76,10 +67,5 @@ routines+=,CommitTransaction,StartTransaction,standard_ExecutorStart,standard_Ex
 routines+=,ExecInitNode,ExecCheckPermissions,ExecCheckRTPerms,AcquireExecutorLocks
 for name in function hand_jsonb; do
     echo "inside a transaction of $name (inclusive, per transaction):"
-    callgrind_annotate --inclusive=yes --threshold=100 "$work/$name-$calls.out" 2>/dev/null |
-        awk -v n="$calls" -v routines="${routines//,/|}" '
-            $0 ~ "[:](" routines ") \\[" {
-                gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
-                printf "  %-28s %7d\n", name, $1 / n
-            }'
+    routine_instructions "$work/$name-$calls.out" "$calls" "$routines"
 done
