@@ -26,6 +26,9 @@
 #   routine_instructions PROFILE CALLS ROUTINE[,ROUTINE...]
 #                                   the inclusive instructions per transaction of each routine
 #                                   named, as the profile of CALLS transactions counts them
+#   compare_instructions NAME OTHER CALLS WARM ROUTINE[,ROUTINE...]
+#                                   instructions_per_transaction of both, NAME / OTHER, and what
+#                                   the routines named take in a transaction of each
 
 single_user_use() {
     single_user_bindir=$1
@@ -80,4 +83,19 @@ routine_instructions() {
                 gsub(",", "", $1); name = $(NF - 1); sub(/^.*:/, "", name)
                 printf "  %-28s %7d\n", name, $1 / n
             }'
+}
+
+compare_instructions() {
+    local name=$1 other=$2 calls=$3 warm=$4 routines=$5 side
+    local -A per_transaction
+    for side in "$name" "$other"; do
+        per_transaction[$side]=$(instructions_per_transaction "$side" "$calls" "$warm")
+        printf '%-15s %7d instructions per transaction\n' "$side" "${per_transaction[$side]}"
+    done
+    printf '%s / %s: %s times the instructions\n' "$name" "$other" \
+        "$(ratio "${per_transaction[$name]}" "${per_transaction[$other]}")"
+    for side in "$name" "$other"; do
+        echo "inside a transaction of $side (inclusive, per transaction):"
+        routine_instructions "$work/$side-$calls.out" "$calls" "$routines"
+    done
 }

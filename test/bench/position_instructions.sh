@@ -39,22 +39,11 @@ statement_lines() {
     seq "$2" | awk '{print "EXECUTE s(" $1 % 100 + 1 ");"}'
 }
 
-declare -A per_transaction
-for name in claim_position hand_guard; do
-    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
-    printf '%-15s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
-done
-printf 'claim_position / hand_guard: %s times the instructions\n' \
-    "$(ratio "${per_transaction[claim_position]}" "${per_transaction[hand_guard]}")"
-
-# Inclusive instructions per transaction of the routines that make up each one's work.
+# Each one's instructions per transaction, their ratio, and what these routines take in each.
 routines=exec_simple_query,PortalRun,inbox_claim_position,ExecInsert,ExecOnConflictUpdate
 routines+=,ExecUpdate,heap_update,heap_insert,ExecInsertIndexTuples,ExecCheckIndexConstraints
 routines+=,SPI_connect,SPI_execute_plan,SPI_finish,find_consumer_to_act,count_claims
 routines+=,CommitTransaction,StartTransaction,standard_ExecutorStart,standard_ExecutorEnd
 routines+=,ExecOpenIndices,ExecCloseIndices,heap_lock_tuple,GetCachedPlan,pg_class_aclcheck
 routines+=,table_tuple_lock,heapam_tuple_lock,index_getnext_slot,index_beginscan,index_endscan
-for name in claim_position hand_guard; do
-    echo "inside a transaction of $name (inclusive, per transaction):"
-    routine_instructions "$work/$name-$calls.out" "$calls" "$routines"
-done
+compare_instructions claim_position hand_guard "$calls" "$warm" "$routines"

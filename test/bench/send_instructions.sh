@@ -41,21 +41,10 @@ statement_lines() {
     yes 'EXECUTE s;' | head -n "$2"
 }
 
-declare -A per_transaction
-for name in send insert; do
-    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
-    printf '%-7s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
-done
-printf 'send / insert: %s times the instructions\n' \
-    "$(ratio "${per_transaction[send]}" "${per_transaction[insert]}")"
-
-# Inclusive instructions per transaction of the routines that make up each one's work.
+# Each one's instructions per transaction, their ratio, and what these routines take in each.
 routines=exec_execute_message,PortalRun,inbox_send,ExecInsert,heap_insert,ExecInsertIndexTuples
 routines+=,ExecConstraints,SPI_connect,SPI_execute_plan,SPI_finish,nextval_internal
 routines+=,pg_advisory_xact_lock_int8,pg_strong_random,Async_Notify,PreCommit_Notify
 routines+=,AtCommit_Notify,CommitTransaction,StartTransaction,standard_ExecutorStart
 routines+=,standard_ExecutorEnd,index_insert,ExecPrepareQual,ExecOpenIndices,ExecCloseIndices
-for name in send insert; do
-    echo "inside a transaction of $name (inclusive, per transaction):"
-    routine_instructions "$work/$name-$calls.out" "$calls" "$routines"
-done
+compare_instructions send insert "$calls" "$warm" "$routines"

@@ -50,22 +50,11 @@ statement_lines() {
     seq -f 'EXECUTE s(%.0f);' "$2"
 }
 
-declare -A per_transaction
-for name in function hand_jsonb; do
-    per_transaction[$name]=$(instructions_per_transaction "$name" "$calls" "$warm")
-    printf '%-10s %7d instructions per transaction\n' "$name" "${per_transaction[$name]}"
-done
-printf 'function / hand_jsonb: %s times the instructions\n' \
-    "$(ratio "${per_transaction[function]}" "${per_transaction[hand_jsonb]}")"
-
-# Inclusive instructions per transaction of the routines that make up each one's work.
+# Each one's instructions per transaction, their ratio, and what these routines take in each.
 routines=exec_simple_query,PortalRun,ExecutorRun,inbox_upsert_versioned,ExecInsert,ExecOnConflictUpdate
 routines+=,SPI_connect,SPI_execute_plan,SPI_execute_plan_with_paramlist,SPI_finish,GetCachedPlan
 routines+=,jsonb_to_record,jsonb_in,LockRelationOid,get_attnum,lookup_target_table
 routines+=,lookup_statement,make_typed_parameters,InputFunctionCall,GetTransactionSnapshot
 routines+=,CommitTransaction,StartTransaction,standard_ExecutorStart,standard_ExecutorEnd
 routines+=,ExecInitNode,ExecCheckPermissions,ExecCheckRTPerms,AcquireExecutorLocks
-for name in function hand_jsonb; do
-    echo "inside a transaction of $name (inclusive, per transaction):"
-    routine_instructions "$work/$name-$calls.out" "$calls" "$routines"
-done
+compare_instructions function hand_jsonb "$calls" "$warm" "$routines"
