@@ -37,11 +37,6 @@ void forget_store(Datum, Oid relid) {
         store_cached = false;
 }
 
-Oid find_table(const char* name, LOCKMODE mode) {
-    RangeVar* table = makeRangeVar(pstrdup("inbox"), pstrdup(name), -1);
-    return RangeVarGetRelidExtended(table, mode, RVR_MISSING_OK, nullptr, nullptr);
-}
-
 CallerIdentity become_role(Oid role) {
     CallerIdentity caller;
     GetUserIdAndSecContext(&caller.user, &caller.security_context);
@@ -58,6 +53,11 @@ CallerIdentity become_role(Oid role) {
 
 }  // namespace
 
+Oid find_inbox_relation(const char* name, LOCKMODE mode) {
+    RangeVar* relation = makeRangeVar(pstrdup("inbox"), pstrdup(name), -1);
+    return RangeVarGetRelidExtended(relation, mode, RVR_MISSING_OK, nullptr, nullptr);
+}
+
 const MarkerStore* marker_store() {
     if (store_cached) return &cached_store;
     if (!invalidation_registered) {
@@ -65,15 +65,15 @@ const MarkerStore* marker_store() {
         invalidation_registered = true;
     }
     MarkerStore store = {.layout = MarkerLayout::compact,
-                         .markers = find_table("markers", NoLock),
-                         .details = find_table("marker_details", NoLock),
-                         .registry = find_table("consumer_registry", NoLock),
+                         .markers = find_inbox_relation("markers", NoLock),
+                         .details = find_inbox_relation("marker_details", NoLock),
+                         .registry = find_inbox_relation("consumer_registry", NoLock),
                          .owner_column = OwnerColumn::none,
                          .owner = InvalidOid,
                          .distribution = StoreDistribution::local};
     if (!OidIsValid(store.markers)) {
         // 1.0's inbox.messages is a table; 1.1's is a view.
-        Oid messages = find_table("messages", NoLock);
+        Oid messages = find_inbox_relation("messages", NoLock);
         if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW)
             report_missing_store();
         store = {.layout = MarkerLayout::version_1_0,
@@ -104,16 +104,16 @@ const MarkerStore* marker_store() {
 }
 
 bool lock_store_for_purge() {
-    if (OidIsValid(find_table("consumer_registry", AccessShareLock)))
-        return OidIsValid(find_table("markers", RowExclusiveLock)) &&
-               OidIsValid(find_table("marker_details", RowExclusiveLock));
-    Oid messages = find_table("messages", NoLock);
+    if (OidIsValid(find_inbox_relation("consumer_registry", AccessShareLock)))
+        return OidIsValid(find_inbox_relation("markers", RowExclusiveLock)) &&
+               OidIsValid(find_inbox_relation("marker_details", RowExclusiveLock));
+    Oid messages = find_inbox_relation("messages", NoLock);
     if (!OidIsValid(messages) || get_rel_relkind(messages) == RELKIND_VIEW) return false;
-    return OidIsValid(find_table("messages", RowExclusiveLock));
+    return OidIsValid(find_inbox_relation("messages", RowExclusiveLock));
 }
 
 bool lock_outbox_for_purge() {
-    return OidIsValid(find_table("outbox_messages", RowExclusiveLock));
+    return OidIsValid(find_inbox_relation("outbox_messages", RowExclusiveLock));
 }
 
 CallerIdentity become_store_owner(const MarkerStore* store) {
@@ -155,7 +155,7 @@ int read_latest_as_store_owner(MarkerStatement* statement, const Datum* values) 
 }
 
 Oid stream_positions_owner() {
-    Oid table = find_table("stream_positions", NoLock);
+    Oid table = find_inbox_relation("stream_positions", NoLock);
     if (!OidIsValid(table)) return InvalidOid;
     HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(table));
     if (!HeapTupleIsValid(tuple)) return InvalidOid;

@@ -40,6 +40,10 @@ struct MarkerStore {
 // distributes them only in part (distribution.hpp).
 const MarkerStore* marker_store();
 
+// A table or sequence of the extension's schema by name, never through the search_path, locked
+// in `mode`; InvalidOid when there is none.
+Oid find_inbox_relation(const char* name, LOCKMODE mode);
+
 // Locks the tables a purge batch reads and deletes from (1.1: the registry, the markers and their
 // details; 1.0: its table), in the order the extension created them, which DROP EXTENSION
 // follows: a batch and a DROP EXTENSION wait for each other, never deadlock. False when the

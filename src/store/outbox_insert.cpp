@@ -4,13 +4,11 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
@@ -19,6 +17,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/table_shape.hpp"
 #include "pg/spi.hpp"
+#include "store/marker_table.hpp"
 #include "store/outbox_insert.hpp"
 
 namespace {
@@ -50,18 +49,14 @@ const Oid column_types[outbox_columns] = {
     INT4OID,  TEXTOID,        TEXTOID,        TEXTOID,        JSONBOID,       JSONBOID,
     BYTEAOID, TEXTOID,        TEXTOID,        TEXTOID};
 
-Oid find_relation(const char* name) {
-    RangeVar* relation = makeRangeVar(pstrdup("inbox"), pstrdup(name), -1);
-    return RangeVarGetRelidExtended(relation, NoLock, RVR_MISSING_OK, nullptr, nullptr);
-}
-
 const OutboxTarget* outbox_target() {
     if (cached_target.found) return &cached_target;
     if (!invalidation_registered) {
         CacheRegisterRelcacheCallback(forget_target, (Datum)0);
         invalidation_registered = true;
     }
-    cached_target = {true, find_relation("outbox_messages"), find_relation("outbox_ordinal")};
+    cached_target = {true, find_inbox_relation("outbox_messages", NoLock),
+                     find_inbox_relation("outbox_ordinal", NoLock)};
     return &cached_target;
 }
 

@@ -7,12 +7,10 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
@@ -61,9 +59,7 @@ Oid positions_table() {
         CacheRegisterRelcacheCallback(forget_target, (Datum)0);
         invalidation_registered = true;
     }
-    RangeVar* name = makeRangeVar(pstrdup("inbox"), pstrdup("stream_positions"), -1);
-    cached_target = {true, RangeVarGetRelidExtended(name, NoLock, RVR_MISSING_OK, nullptr, nullptr),
-                     false, InvalidOid};
+    cached_target = {true, find_inbox_relation("stream_positions", NoLock), false, InvalidOid};
     return cached_target.table;
 }
 
