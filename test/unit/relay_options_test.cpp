@@ -1,0 +1,105 @@
+// inbox-relay's settings (SPEC 1.3: "settings also from the environment"): each option from its
+// flag, else from its INBOX_RELAY_* variable; the command line wins; a command line that cannot
+// run is a UsageError (exit status 2).
+#include "relay/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+using inbox_relay::parse_options;
+using inbox_relay::RelayOptions;
+using inbox_relay::UsageError;
+
+namespace {
+
+constexpr const char* variables[] = {
+    "INBOX_RELAY_DB",    "INBOX_RELAY_AMQP",         "INBOX_RELAY_HTTP",
+    "INBOX_RELAY_NAME",  "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
+    "INBOX_RELAY_LEASE", "INBOX_RELAY_RETRY_AFTER",  "INBOX_RELAY_POLL"};
+
+// Each test starts from an environment without INBOX_RELAY_* variables.
+class RelayOptionsTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const char* variable : variables) unsetenv(variable);
+    }
+    void TearDown() override { SetUp(); }
+
+    static RelayOptions parse(std::initializer_list<const char*> arguments) {
+        std::vector<std::string> texts = {"inbox-relay"};
+        texts.insert(texts.end(), arguments.begin(), arguments.end());
+        std::vector<char*> argv;
+        for (std::string& text : texts) argv.push_back(text.data());
+        return parse_options(static_cast<int>(argv.size()), argv.data());
+    }
+};
+
+TEST_F(RelayOptionsTest, CommandLineWithDefaults) {
+    RelayOptions options = parse({"--db", "dbname=shop", "--amqp", "amqp://guest:guest@b:5672/"});
+    EXPECT_EQ(options.database, "dbname=shop");
+    EXPECT_EQ(options.amqp_url, "amqp://guest:guest@b:5672/");
+    EXPECT_TRUE(options.http_url.empty());
+    EXPECT_EQ(options.batch, 100);
+    EXPECT_EQ(options.lease_seconds, 30);
+    EXPECT_EQ(options.retry_after_seconds, 10);
+    EXPECT_EQ(options.poll_seconds, 1);
+    EXPECT_TRUE(options.destinations.empty());
+    EXPECT_FALSE(options.name.empty());  // host:pid
+}
+
+TEST_F(RelayOptionsTest, EveryOptionFromTheEnvironment) {
+    setenv("INBOX_RELAY_DB", "dbname=shop", 1);
+    setenv("INBOX_RELAY_HTTP", "http://hooks:8080", 1);
+    setenv("INBOX_RELAY_NAME", "relay-7", 1);
+    setenv("INBOX_RELAY_DESTINATIONS", "orders,refunds", 1);
+    setenv("INBOX_RELAY_BATCH", "250", 1);
+    setenv("INBOX_RELAY_LEASE", "45", 1);
+    setenv("INBOX_RELAY_RETRY_AFTER", "2.5", 1);
+    setenv("INBOX_RELAY_POLL", "0.2", 1);
+    RelayOptions options = parse({});
+    EXPECT_EQ(options.database, "dbname=shop");
+    EXPECT_EQ(options.http_url, "http://hooks:8080");
+    EXPECT_EQ(options.name, "relay-7");
+    EXPECT_EQ(options.destinations, (std::vector<std::string>{"orders", "refunds"}));
+    EXPECT_EQ(options.batch, 250);
+    EXPECT_EQ(options.lease_seconds, 45);
+    EXPECT_EQ(options.retry_after_seconds, 2.5);
+    EXPECT_EQ(options.poll_seconds, 0.2);
+}
+
+TEST_F(RelayOptionsTest, TheCommandLineWins) {
+    setenv("INBOX_RELAY_DB", "dbname=from_environment", 1);
+    setenv("INBOX_RELAY_AMQP", "amqp://guest:guest@env:5672/", 1);
+    setenv("INBOX_RELAY_BATCH", "250", 1);
+    RelayOptions options = parse({"--db=dbname=given", "--batch", "7", "--http", "http://h"});
+    EXPECT_EQ(options.database, "dbname=given");
+    EXPECT_EQ(options.batch, 7);
+    // A sink on the command line replaces the environment's, even the other kind.
+    EXPECT_EQ(options.http_url, "http://h");
+    EXPECT_TRUE(options.amqp_url.empty());
+}
+
+TEST_F(RelayOptionsTest, AnEmptyVariableIsNotASetting) {
+    setenv("INBOX_RELAY_BATCH", "", 1);
+    EXPECT_EQ(parse({"--db", "d", "--http", "http://h"}).batch, 100);
+}
+
+TEST_F(RelayOptionsTest, CommandLinesThatCannotRun) {
+    EXPECT_THROW(parse({"--http", "http://h"}), UsageError);  // no database
+    EXPECT_THROW(parse({"--db", "d"}), UsageError);           // no sink
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--amqp", "amqp://g:g@b/"}),
+                 UsageError);  // two sinks
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--bogus", "1"}), UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--http"}), UsageError);  // no value
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--batch", "0"}), UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--lease", "-1"}), UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--destinations", "a,,b"}), UsageError);
+    setenv("INBOX_RELAY_POLL", "soon", 1);
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h"}), UsageError);  // a bad variable too
+}
+
+}  // namespace
