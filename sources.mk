@@ -14,6 +14,7 @@ INBOX_SOURCES = \
 	src/store/marker_arguments.cpp \
 	src/store/distribution.cpp \
 	src/store/marker_table.cpp \
+	src/store/coordinator_tables.cpp \
 	src/store/marker_insert.cpp \
 	src/store/marker_ops.cpp \
 	src/store/marker_store_1_0.cpp \

@@ -26,6 +26,7 @@ extern "C" {
 #include "claim/claimed_cause.hpp"
 #include "outbox/message_id.hpp"
 #include "pg/compat.hpp"
+#include "store/coordinator_tables.hpp"
 #include "store/outbox_insert.hpp"
 
 namespace {
@@ -117,6 +118,10 @@ Oid function_owner(FunctionCallInfo fcinfo) {
 // Arguments: destination, payload (jsonb or bytea: `payload_column`), key, headers.
 Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
     require_writable_transaction();
+    require_coordinator_table("inbox.send()", "inbox.outbox_messages",
+                              "Send from a transaction on the coordinator, where the relays "
+                              "connect: a function that sends is not to be delegated to a "
+                              "worker (create_distributed_function).");
     const text* destination = PG_ARGISNULL(0) ? nullptr : PG_GETARG_TEXT_PP(0);
     const text* key = PG_ARGISNULL(2) ? nullptr : PG_GETARG_TEXT_PP(2);
     Jsonb* headers = PG_ARGISNULL(3) ? nullptr : PG_GETARG_JSONB_P(3);

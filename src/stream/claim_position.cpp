@@ -24,6 +24,7 @@ extern "C" {
 #include "pg/spi.hpp"
 #include "pg/writable.hpp"
 #include "store/consumer_registry.hpp"
+#include "store/coordinator_tables.hpp"
 #include "store/marker_arguments.hpp"
 #include "store/marker_table.hpp"
 #include "stream/direct_position_claim.hpp"
@@ -185,6 +186,15 @@ void count_positions(text* consumer, const inbox::PositionRun& run) {
                  static_cast<int64>(run.first_next));
 }
 
+// Positions are claimed and read in the coordinator's table, whichever node a consumer's next
+// claim runs on.
+void require_coordinator_positions(const char* function) {
+    require_coordinator_table(function, "inbox.stream_positions",
+                              "Claim and read positions through the coordinator: a function "
+                              "that does is not to be delegated to a worker "
+                              "(create_distributed_function).");
+}
+
 bool contiguous_argument(FunctionCallInfo fcinfo, int argno) {
     pg::require_argument(fcinfo, argno, "contiguous",
                          "true for positions numbered 1, 2, 3 without holes (an aggregate's "
@@ -200,6 +210,7 @@ extern "C" {
 // committed position, skip; 'gap' (contiguous only): a position before it is missing.
 PG_FUNCTION_INFO_V1(inbox_claim_position);
 PGDLLEXPORT Datum inbox_claim_position(PG_FUNCTION_ARGS) {
+    require_coordinator_positions("inbox.claim_position()");
     pg::require_writable("inbox.claim_position()");
     text* consumer_name = require_consumer_name(fcinfo, 0);
     text* stream = require_stream_name(fcinfo, 1);
@@ -221,6 +232,7 @@ PGDLLEXPORT Datum inbox_claim_position(PG_FUNCTION_ARGS) {
 // contiguous, follow a gap. The stream moves to the last one returned.
 PG_FUNCTION_INFO_V1(inbox_claim_positions);
 PGDLLEXPORT Datum inbox_claim_positions(PG_FUNCTION_ARGS) {
+    require_coordinator_positions("inbox.claim_positions()");
     pg::require_writable("inbox.claim_positions()");
     text* consumer_name = require_consumer_name(fcinfo, 0);
     text* stream = require_stream_name(fcinfo, 1);
@@ -244,6 +256,7 @@ PGDLLEXPORT Datum inbox_claim_positions(PG_FUNCTION_ARGS) {
 // The committed position of the stream, where a consumer resumes (NULL: never claimed).
 PG_FUNCTION_INFO_V1(inbox_stream_position);
 PGDLLEXPORT Datum inbox_stream_position(PG_FUNCTION_ARGS) {
+    require_coordinator_positions("inbox.stream_position()");
     text* consumer_name = require_consumer_name(fcinfo, 0);
     text* stream = require_stream_name(fcinfo, 1);
     pg::spi_connect();
@@ -260,6 +273,7 @@ PGDLLEXPORT Datum inbox_stream_position(PG_FUNCTION_ARGS) {
 // True when it had one.
 PG_FUNCTION_INFO_V1(inbox_retire_stream);
 PGDLLEXPORT Datum inbox_retire_stream(PG_FUNCTION_ARGS) {
+    require_coordinator_positions("inbox.retire_stream()");
     pg::require_writable("inbox.retire_stream()");
     text* consumer_name = require_consumer_name(fcinfo, 0);
     text* stream = require_stream_name(fcinfo, 1);
