@@ -2,7 +2,8 @@
 # name, Erlang cookie, data and log directories, and its own epmd, every port on 127.0.0.1 only.
 # The Debian service (if running) is neither used nor disturbed. Run as the unprivileged
 # $cluster_user of scripts/cluster.sh, which must be sourced first:
-#   rabbitmq_start DIR        sets rabbitmq_amqp_port; DIR must not exist yet or be empty
+#   rabbitmq_start DIR        sets rabbitmq_amqp_port; DIR must not exist yet or be empty;
+#                             $rabbitmq_erl_args, if set, are added to the node's Erlang flags
 #   rabbitmq_ctl ARGS...      rabbitmqctl against that node
 #   rabbitmq_stop             stops the node and its epmd (safe to call twice, or unstarted)
 # DIR's parent must be reachable by the cluster user.
@@ -80,7 +81,7 @@ rabbitmq_start() {
         RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$rabbitmq_amqp_port
         RABBITMQ_DIST_PORT=$((base + 2))
         RABBITMQ_CTL_DIST_PORT_MIN=$((base + 3)) RABBITMQ_CTL_DIST_PORT_MAX=$((base + 13))
-        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1} ${rabbitmq_erl_args:-}"
         RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
         ERL_EPMD_PORT=$base ERL_EPMD_ADDRESS=127.0.0.1
     )

@@ -435,9 +435,17 @@ BEGIN
         USING ERRCODE = 'null_value_not_allowed';
     END IF;
     -- (a dead message that a late relay did publish is delivered after all)
-    UPDATE inbox.outbox_messages m
-    SET delivered_at = clock_timestamp(), dead_at = NULL, leased_by = NULL
-    WHERE m.id = ANY (ids) AND pg_catalog.num_nulls(m.delivered_at) = 1;
+    -- inbox.outbox_retention = 0 keeps no delivered message: deleted now, not updated and purged
+    -- later (the forms of zero the library's check accepts; unset, the default is 7d).
+    IF coalesce(current_setting('inbox.outbox_retention', true), '')
+           ~ '^\s*0+\s*(us|ms|s|min|h|d)?\s*$' THEN
+        DELETE FROM inbox.outbox_messages m
+        WHERE m.id = ANY (ids) AND pg_catalog.num_nulls(m.delivered_at) = 1;
+    ELSE
+        UPDATE inbox.outbox_messages m
+        SET delivered_at = clock_timestamp(), dead_at = NULL, leased_by = NULL
+        WHERE m.id = ANY (ids) AND pg_catalog.num_nulls(m.delivered_at) = 1;
+    END IF;
     GET DIAGNOSTICS settled = ROW_COUNT;
     RETURN settled;
 END $$;

@@ -54,6 +54,30 @@ SET inbox.outbox_retention = '1s';
 RESET ROLE;
 DROP ROLE regress_outbox_retention;
 
+-- 0 keeps none: relay_done deletes what it marks delivered (again, it settles nothing), a failure
+-- and the undelivered are as with any retention, and the purge deletes what a longer retention
+-- kept. Zero takes any unit or none; under a second is still refused.
+DELETE FROM inbox.outbox_messages;
+CALL old_message('delivered a second ago, kept by 7d', '1 hour', '1 second');
+SET inbox.outbox_retention = '0';
+SHOW inbox.outbox_retention;
+SELECT count(inbox.send('d', to_jsonb(n))) AS sent FROM generate_series(1, 3) n;
+CREATE TEMP TABLE taken AS SELECT id, payload FROM inbox.relay_take('relay-0', 10);
+SELECT payload FROM taken ORDER BY payload;
+SELECT inbox.relay_done(array_agg(id)) AS delivered FROM taken WHERE payload <> '3';
+SELECT inbox.relay_done(array_agg(id)) AS delivered_again FROM taken WHERE payload <> '3';
+SELECT inbox.relay_failed(array_agg(id), 'refused') AS failed FROM taken WHERE payload = '3';
+SELECT payload, state FROM inbox.outbox_messages JOIN inbox.outbox USING (id) ORDER BY ordinal;
+CALL inbox.purge();
+SELECT payload, state FROM inbox.outbox_messages JOIN inbox.outbox USING (id) ORDER BY ordinal;
+SET inbox.outbox_retention = ' 00 d ';
+SELECT inbox.relay_done(array_agg(id)) AS delivered FROM taken WHERE payload = '3';
+SELECT count(*) AS kept FROM inbox.outbox_messages;
+SET inbox.outbox_retention = '0s';
+SET inbox.outbox_retention = '0.5s';
+SET inbox.outbox_retention = '0x';
+RESET inbox.outbox_retention;
+
 DELETE FROM inbox.outbox_messages;
 DROP PROCEDURE old_message(text, interval, interval, boolean, boolean);
 DROP FUNCTION sent_at(timestamptz);

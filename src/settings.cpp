@@ -178,10 +178,34 @@ void define_statistics_settings() {
 int outbox_max_attempts = 10;
 char* outbox_retention_text = nullptr;
 
+// Zero, in any unit or none ("0", "0s", "0 d"): delivered messages are not kept at all.
+// inbox.relay_done deletes them at once then; it recognises zero in the same forms.
+bool is_zero_duration(const char* value) {
+    while (isspace(static_cast<unsigned char>(*value))) value++;
+    if (*value != '0') return false;
+    while (*value == '0') value++;
+    while (isspace(static_cast<unsigned char>(*value))) value++;
+    static const char* const units[] = {"", "us", "ms", "s", "min", "h", "d"};
+    for (const char* unit : units) {
+        size_t length = strlen(unit);
+        if (strncmp(value, unit, length) == 0) {
+            const char* rest = value + length;
+            while (isspace(static_cast<unsigned char>(*rest))) rest++;
+            if (*rest == '\0') return true;
+        }
+    }
+    return false;
+}
+
 bool check_outbox_retention(char** newval, void** extra, GucSource) {
     int seconds = 0;
-    if (!check_duration(*newval, "inbox.outbox_retention", "delivered messages", &seconds))
+    if (!is_zero_duration(*newval) &&
+        !check_duration(*newval, "inbox.outbox_retention", "delivered messages", &seconds)) {
+        GUC_check_errhint(
+            "Write a number with its unit: '7d', '72h' or '3600s'; or 0 to keep "
+            "no delivered message.");
         return false;
+    }
     auto* parsed = static_cast<int*>(pg::guc_extra_alloc(sizeof(int)));
     if (parsed == nullptr) {
         GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
@@ -210,7 +234,8 @@ void define_outbox_settings() {
         "inbox.outbox_retention",
         "How long a delivered outgoing message is kept after its delivery.",
         "Delivered messages older than this are deleted by inbox.purge() and the purge workers; "
-        "undelivered and dead ones never are. A duration with its unit, such as 7d.",
+        "undelivered and dead ones never are. A duration with its unit, such as 7d; 0 keeps "
+        "none: inbox.relay_done deletes what it marks delivered.",
         &outbox_retention_text, "7d", PGC_SUSET, 0, check_outbox_retention, assign_outbox_retention,
         nullptr);
 }

@@ -3,10 +3,15 @@
 # over a hand-written outbox table (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n, publish, confirms,
 # DELETE; test/bench/relay_baselines.cpp, the same language and libraries), and (b) the broker's
 # own limit: the same messages published in the same batches with confirms, reading nothing.
-# Each round fills both outboxes with N messages (no key, a small jsonb payload), then runs the
-# three in turn (interleaved rounds); the rate is N over the time from the relay's start to its
-# last message confirmed and settled. Batches of B for all three. Prints each round and the
-# median ratios: inbox-relay / hand-written, inbox-relay / broker limit.
+# inbox-relay runs twice: with the default inbox.outbox_retention (7d: relay_done marks each
+# message delivered, kept for the purge) and with 0 (relay_done deletes, as the hand-written relay
+# does). Each round fills the outboxes with N messages (no key, a small jsonb payload), then runs
+# the four in turn (interleaved rounds); the rate is N over the time from the relay's start to its
+# last message confirmed and settled. Batches of B for all. Prints each round and the median
+# ratios of both inbox-relay runs to the hand-written relay and to the broker limit; then where
+# each side's CPU went (milliseconds per 1,000 messages in the client, PostgreSQL and RabbitMQ,
+# medians; PostgreSQL's beside the broker limit is its background work): on two shared cores the
+# three compete, so CPU per message bounds the rate.
 #   test/bench/relay_throughput.sh [N=20000] [rounds=3] [B=500]
 set -euo pipefail
 messages=${1:-20000}
@@ -21,6 +26,10 @@ source "$source_dir/scripts/rabbitmq.sh"
 pg_includedir=$(pg_config --includedir)
 private_cluster_start "synchronous_commit = off" "inbox.purge_worker = off"
 trap 'rabbitmq_stop; cluster_stop; rm -rf "$work"' EXIT
+# Erlang's schedulers spin a while before they sleep (its +sbwt flags): on two cores shared with
+# PostgreSQL and the relays, that spinning takes a core they need. Off here, for the same broker
+# of every side.
+rabbitmq_erl_args="+sbwt none +sbwtdcpu none +sbwtdio none"
 rabbitmq_start "$work/rabbitmq" >/dev/null
 relay=$private_bindir/inbox-relay
 baselines=$work/relay_baselines
@@ -44,59 +53,141 @@ with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_am
 }
 amqp >/dev/null
 
-# Each side prints its rate in messages per second.
-run_inbox_relay() {
-    cluster_psql -c "DELETE FROM inbox.outbox_messages" \
+# CPU clock ticks used by a process and its descendants so far, those that exited included (the
+# children a process waited for count in its own cutime and cstime).
+tree_ticks() {
+    local pid=$1 total child
+    total=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+    for child in $(pgrep -P "$pid"); do
+        total=$((total + $(tree_ticks "$child")))
+    done
+    echo "$total"
+}
+ticks_per_second=$(getconf CLK_TCK)
+postmaster_pid=$(head -1 "$cluster_dir/data/postmaster.pid")
+# Runs a side's command with the database's and the broker's CPU counted around it; prints its
+# rate, then its client's, PostgreSQL's and RabbitMQ's CPU in milliseconds per 1,000 messages.
+# The client runs under a shell of its own, whose cutime and cstime are the client's alone.
+measured() {
+    local pg_before rabbit_before client rate
+    pg_before=$(tree_ticks "$postmaster_pid")
+    rabbit_before=$(tree_ticks "$rabbitmq_server_pid")
+    rate=$("$@" 3>"$work/client.ticks")
+    client=$(cat "$work/client.ticks")
+    echo "$rate" \
+        "$(per_thousand "$client")" \
+        "$(per_thousand $(($(tree_ticks "$postmaster_pid") - pg_before)))" \
+        "$(per_thousand $(($(tree_ticks "$rabbitmq_server_pid") - rabbit_before)))"
+}
+per_thousand() {
+    awk -v t="$1" -v hz="$ticks_per_second" -v n="$messages" 'BEGIN { printf "%.1f", t * 1000 / hz * 1000 / n }'
+}
+# Runs a command under a shell that writes to fd 3 the CPU ticks the command used.
+client_ticks() {
+    bash -c '"$@"; status=$?; read -r -a stat </proc/$$/stat; echo $((stat[15] + stat[16])) >&3; exit $status' \
+        client "$@"
+}
+
+# Each side fills its outbox first (outside the measurement), then runs; a run prints its rate in
+# messages per second. The relay's progress is read from its own lines, not by querying the
+# database, which would count in its CPU and slow it.
+fill_inbox_outbox() {
+    cluster_psql -c "TRUNCATE inbox.outbox_messages" \
         -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $messages)" \
         >/dev/null
-    local started
+}
+
+# The relay's lines, each after the time it was printed (a batch's line follows its relay_done).
+timestamped() { while IFS= read -r line; do echo "$EPOCHREALTIME $line"; done; }
+published_by_relay() {
+    awk '$2 == "published" { n += $3 } END { print n + 0 }' "$work/relay.log"
+}
+
+# Its rate from the time of the last batch settled, not of the relay's exit. RETENTION: the
+# session's inbox.outbox_retention.
+run_inbox_relay() {
+    local retention=$1 started pid
+    : >"$work/relay.log"  # not the last run's lines, before the background job truncates it
     started=$(now_s)
-    "$relay" --db "$conninfo" --amqp "amqp://guest:guest@127.0.0.1:$rabbitmq_amqp_port/" \
-        --batch "$batch" --name bench >"$work/relay.log" 2>&1 &
-    local pid=$!
-    until [ "$(sql postgres "SELECT pending FROM inbox.outbox_stats")" = 0 ]; do sleep 0.05; done
-    kill -TERM "$pid"
+    client_ticks "$relay" --db "$conninfo options='-c inbox.outbox_retention=$retention'" \
+        --amqp "amqp://guest:guest@127.0.0.1:$rabbitmq_amqp_port/" --batch "$batch" \
+        --name "bench-$$" 2>&1 | timestamped >"$work/relay.log" &
+    pid=$!
+    until [ "$(published_by_relay)" -ge "$messages" ]; do sleep 0.05; done
+    pkill -TERM -f -- "^$relay .*--name bench-$$"
     wait "$pid"
-    sql postgres "SELECT round($messages / (extract(epoch FROM max(delivered_at)) - $started))
-                  FROM inbox.outbox_messages"
+    awk -v n="$messages" -v s="$started" '$2 == "published" { t = $1 }
+        END { printf "%d\n", n / (t - s) }' "$work/relay.log"
+}
+
+fill_hand_outbox() {
+    cluster_psql -c "TRUNCATE bench_outbox" -c "INSERT INTO bench_outbox (payload)
+                     SELECT '$payload' FROM generate_series(1, $messages)" >/dev/null
 }
 
 run_hand_relay() {
-    cluster_psql -c "INSERT INTO bench_outbox (payload)
-                     SELECT '$payload' FROM generate_series(1, $messages)" >/dev/null
     local started
     started=$(now_s)
-    "$baselines" hand-relay "$conninfo" "$rabbitmq_amqp_port" bench "$batch"
+    client_ticks "$baselines" hand-relay "$conninfo" "$rabbitmq_amqp_port" bench "$batch"
     awk -v n="$messages" -v t="$(now_s)" -v s="$started" 'BEGIN { printf "%d\n", n / (t - s) }'
 }
 
 run_broker_limit() {
     local started
     started=$(now_s)
-    "$baselines" broker-limit "$rabbitmq_amqp_port" bench "$batch" "$messages" "$payload"
+    client_ticks "$baselines" broker-limit "$rabbitmq_amqp_port" bench "$batch" "$messages" \
+        "$payload"
     awk -v n="$messages" -v t="$(now_s)" -v s="$started" 'BEGIN { printf "%d\n", n / (t - s) }'
 }
 
 echo "PostgreSQL $(sql postgres 'SHOW server_version')," \
     "RabbitMQ $(rabbitmq_ctl version 2>/dev/null || echo '?'):" \
     "$messages messages, batches of $batch, $rounds rounds"
-declare -a vs_hand vs_broker
+# The Nth value of a space-separated list, the last without N; the median of a column of them.
+last_of() { local values=($1); echo "${values[-1]}"; }
+nth_of() { local values=($1); echo "${values[$2]}"; }
+column_median() { tr ' ' '\n' <<<"$1" | grep . | cut -d, -f"$2" | median; }
+sides=(keeping deleting hand broker)
+declare -A label=([keeping]="inbox-relay, retention 7d" [deleting]="inbox-relay, retention 0"
+                  [hand]="hand-written relay" [broker]="broker limit")
+declare -A rates cpu
 for round in $(seq "$rounds"); do
-    relay_rate=$(run_inbox_relay)
+    for side in keeping deleting; do
+        fill_inbox_outbox
+        read -r rate client pg rabbit <<<"$(measured run_inbox_relay \
+            "$([ "$side" = keeping ] && echo 7d || echo 0)")"
+        rates[$side]+="$rate " cpu[$side]+="$client,$pg,$rabbit "
+        published=$(amqp)
+        [ "$published" = "$messages" ] ||
+            { echo "round $round: ${label[$side]} published $published, not $messages"; exit 1; }
+    done
+    fill_hand_outbox
+    read -r rate client pg rabbit <<<"$(measured run_hand_relay)"
+    rates[hand]+="$rate " cpu[hand]+="$client,$pg,$rabbit "
     published=$(amqp)
-    hand_rate=$(run_hand_relay)
-    hand_published=$(amqp)
-    broker_rate=$(run_broker_limit)
+    [ "$published" = "$messages" ] ||
+        { echo "round $round: the hand-written relay published $published"; exit 1; }
+    read -r rate client pg rabbit <<<"$(measured run_broker_limit)"
+    rates[broker]+="$rate " cpu[broker]+="$client,$pg,$rabbit "
     amqp >/dev/null
-    [ "$published" = "$messages" ] && [ "$hand_published" = "$messages" ] ||
-        { echo "round $round: the queue got $published and $hand_published, not $messages"
-          exit 1; }
-    vs_hand+=("$(ratio "$relay_rate" "$hand_rate")")
-    vs_broker+=("$(ratio "$relay_rate" "$broker_rate")")
-    echo "round $round: inbox-relay $relay_rate/s, hand-written $hand_rate/s, broker limit" \
-        "$broker_rate/s: ratios ${vs_hand[-1]} and ${vs_broker[-1]}"
+    line="round $round:"
+    for side in "${sides[@]}"; do
+        line+=" ${label[$side]} $(last_of "${rates[$side]}")/s,"
+    done
+    echo "${line%,}"
 done
-echo "median inbox-relay / hand-written relay: $(printf '%s\n' "${vs_hand[@]}" | median)" \
-    "(target >= 1.0)"
-echo "median inbox-relay / broker limit: $(printf '%s\n' "${vs_broker[@]}" | median)" \
-    "(target >= 0.8)"
+for side in keeping deleting; do
+    for baseline in hand broker; do
+        ratios=$(for ((r = 0; r < rounds; r++)); do
+            ratio "$(nth_of "${rates[$side]}" "$r")" "$(nth_of "${rates[$baseline]}" "$r")"
+            echo
+        done | median)
+        echo "median ${label[$side]} / ${label[$baseline]}: $ratios" \
+            "(target >= $([ "$baseline" = hand ] && echo 1.0 || echo 0.8))"
+    done
+done
+echo "CPU ms per 1,000 messages (client, PostgreSQL, RabbitMQ; medians):"
+for side in "${sides[@]}"; do
+    printf '  %-26s %s, %s, %s\n' "${label[$side]}" "$(column_median "${cpu[$side]}" 1)" \
+        "$(column_median "${cpu[$side]}" 2)" "$(column_median "${cpu[$side]}" 3)"
+done
