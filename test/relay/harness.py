@@ -69,6 +69,10 @@ class Database:
     def delivered(self):
         return self.value("SELECT count(*) FROM inbox.outbox WHERE state = 'delivered'")
 
+    def delivered_among(self, ids):
+        return self.value("SELECT count(*) FROM inbox.outbox WHERE id = ANY(%s::uuid[]) "
+                          "AND state = 'delivered'", (list(ids),))
+
 
 def create_database(pghost, dbname):
     """A new database with the extension and the relay's role, granted what it needs."""
@@ -88,12 +92,13 @@ def create_database(pghost, dbname):
 
 
 class Relay:
-    """One inbox-relay process, its output appended to WORK/NAME.log."""
+    """One inbox-relay process, its output appended to WORK/NAME.log; options after (and over)
+    RELAY_OPTIONS."""
 
-    def __init__(self, args, dbname, name, sink):
+    def __init__(self, args, dbname, name, sink, options=()):
         self.name = name
         self.command = [args.relay, "--db", f"host={args.pghost} user={RELAY_ROLE} "
-                        f"dbname={dbname}", "--name", name, *sink, *RELAY_OPTIONS]
+                        f"dbname={dbname}", "--name", name, *sink, *RELAY_OPTIONS, *options]
         self.log_path = os.path.join(args.work, f"{name}.log")
         self.process = None
 
