@@ -385,7 +385,7 @@ BEGIN
     END IF;
     RETURN QUERY
     WITH candidates AS (
-        SELECT m.id, m.ordinal FROM inbox.outbox_messages m
+        SELECT m.ctid, m.ordinal FROM inbox.outbox_messages m
         WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.not_before <= now_
           AND (relay_take.destinations IS NULL OR m.destination = ANY (relay_take.destinations))
           -- the head of its key, and no other message of the key in flight (a released dead
@@ -400,12 +400,15 @@ BEGIN
         LIMIT relay_take.max_messages
         FOR UPDATE OF m SKIP LOCKED
     ),
-    -- By primary key: a join with the candidates could hash the whole table, delivered rows too.
+    -- By row address: a join with the candidates could hash the whole table, delivered rows too,
+    -- and a lookup by primary key descends its index once a message. A locked candidate cannot
+    -- move; one updated since this statement's snapshot (released, failed) is not found at its
+    -- address and is left for the next take.
     leased AS (
         UPDATE inbox.outbox_messages o
         SET leased_by = relay_take.relay, not_before = now_ + relay_take.lease,
             attempts = o.attempts + 1
-        WHERE o.id = ANY (ARRAY(SELECT c.id FROM candidates c))
+        WHERE o.ctid = ANY (ARRAY(SELECT c.ctid FROM candidates c))
         RETURNING o.ordinal, o.id, o.destination, o.key, o.headers, o.payload, o.attempts,
                   o.payload_bytes
     )
