@@ -4,6 +4,7 @@
 INBOX_SOURCES = \
 	src/pg/guard.cpp \
 	src/pg/shared_memory.cpp \
+	src/pg/jsonb_object.cpp \
 	src/pg/spi.cpp \
 	src/pg/table_shape.cpp \
 	src/pg/speculative_insert.cpp \

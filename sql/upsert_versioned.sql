@@ -127,6 +127,29 @@ SELECT outcome($$SELECT inbox.upsert_versioned('direct_inputs', '{"id": 5, "nt":
 SELECT outcome($$SELECT inbox.upsert_versioned('direct_inputs', '{"id": 5, "vc": "abcd", "version": 1}')$$),
        outcome($$SELECT * FROM jsonb_to_record('{"vc": "abcd"}') AS r(vc varchar(3))$$);
 DROP TABLE direct_inputs, direct_messages;
+-- The json row is read where jsonb stores it: in a wide object (from its 17th pair on, jsonb keeps
+-- some entries' offsets rather than their lengths), values of every json kind, some aligned,
+-- arrive as jsonb_populate_record makes them.
+SELECT format('CREATE TABLE wide (id integer PRIMARY KEY, version integer, %s)',
+              string_agg(format('c%s %s', i, (ARRAY['text', 'numeric', 'boolean'])[i % 3 + 1]),
+                         ', ' ORDER BY i))
+FROM generate_series(1, 40) AS i \gexec
+CREATE TABLE wide_messages (message jsonb);
+INSERT INTO wide_messages
+SELECT jsonb_build_object('id', shift, 'version', 1)
+       || jsonb_object_agg('c' || i, CASE i % 3
+              WHEN 0 THEN (ARRAY[to_jsonb(repeat('x', i)), '{"nested": [1, "a"]}', '[1, 2.5]',
+                                 '12.5', 'true', 'null'])[(i + shift) % 6 + 1]
+              WHEN 1 THEN (ARRAY[to_jsonb(i * 1.5), '"7.25"', 'null', '-0.0'])[(i + shift) % 4 + 1]
+              ELSE (ARRAY['true', 'false', '"yes"', 'null'])[(i + shift) % 4 + 1]::jsonb END)
+FROM generate_series(1, 40) AS i, generate_series(1, 3) AS shift
+GROUP BY shift;
+SELECT count(*) FILTER (WHERE inbox.upsert_versioned('wide', message)) AS written
+FROM wide_messages;
+SELECT count(*) FILTER (WHERE stored::text = jsonb_populate_record(NULL::wide, message)::text)
+           AS as_jsonb_populate_record
+FROM wide_messages JOIN wide AS stored ON stored.id = (message ->> 'id')::integer;
+DROP TABLE wide, wide_messages;
 
 -- Only the columns the state carries are converted: a NOT NULL domain column it leaves out takes
 -- its default, while an explicit null is rejected by the domain. Generated columns cannot be set.
@@ -345,6 +368,19 @@ SELECT inbox.upsert_versioned('swapped', '{"id": 1, "a": 13}', 'a');
 SELECT outcome($$SELECT inbox.upsert_versioned('swapped', '{"id": 1, "c": 40, "a": 14}', 'a')$$);
 SELECT * FROM swapped;
 DROP TABLE swapped;
+-- A row whose keys are all found at their remembered places runs the statement of the last row
+-- read, which wrote the same columns: unless a failed call changed a place in between (here "b"
+-- replaces "a" before the null version fails), or the last statement was of another kind.
+CREATE TABLE places (id integer PRIMARY KEY, a integer, b integer, version integer);
+SELECT inbox.upsert_versioned('places', '{"id": 1, "a": 1, "version": 1}');
+SELECT outcome($$SELECT inbox.upsert_versioned('places', '{"id": 1, "b": 2, "version": null}')$$);
+SELECT inbox.upsert_versioned('places', '{"id": 1, "b": 3, "version": 2}');
+SELECT * FROM places;
+SELECT inbox.insert_once('places', '{"id": 1, "b": 4, "version": 3}') AS inserted,
+       inbox.upsert_versioned('places', '{"id": 1, "b": 5, "version": 4}') AS updated,
+       inbox.insert_once('places', '{"id": 2, "b": 6, "version": 5}') AS inserted;
+SELECT * FROM places ORDER BY id;
+DROP TABLE places;
 
 -- A write rolled back with its transaction leaves nothing behind: the redelivery writes it.
 BEGIN;

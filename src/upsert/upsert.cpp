@@ -13,6 +13,7 @@ extern "C" {
 }
 
 #include "pg/arguments.hpp"
+#include "pg/jsonb_object.hpp"
 #include "upsert/upsert_plan.hpp"
 
 namespace {
@@ -26,8 +27,9 @@ TargetTable* open_target_table(Oid relid) {
 
 AttrNumber version_column(TargetTable* table, const char* name) {
     // remembered after the places of the row's keys
-    AttrNumber version =
-        column_named(table, name, static_cast<int>(strlen(name)), table->attribute_count);
+    bool as_remembered;
+    AttrNumber version = column_named(table, name, static_cast<int>(strlen(name)),
+                                      table->attribute_count, &as_remembered);
     if (version == InvalidAttrNumber)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                         errmsg("version column \"%s\" of relation \"%s\" does not exist", name,
@@ -51,11 +53,13 @@ AttrNumber version_column(TargetTable* table, const char* name) {
              errhint("%s", hint)));
 }
 
-// What a json row writes: its columns, and each one's value at values[attnum - 1].
+// What a json row writes: its columns, and each one's value at values[attnum - 1] (jbvNull for
+// a column it does not carry).
 struct IncomingRow {
-    Bitmapset* columns;
+    IncomingColumns columns;
     JsonbValue* values;
 };
+static_assert(jbvNull == 0, "zeroed values are nulls");
 
 // Every key must name a column; the key columns (and the version, when there is one) must be
 // present and not null.
@@ -65,33 +69,31 @@ IncomingRow read_row(TargetTable* table, Jsonb* row, const char* argument, AttrN
                         errmsg("%s must be a JSON object", argument),
                         errhint("Pass one object whose keys are column names.")));
 
+    auto* attnums = static_cast<AttrNumber*>(palloc(table->attribute_count * sizeof(AttrNumber)));
     IncomingRow incoming{
-        nullptr, static_cast<JsonbValue*>(palloc(table->attribute_count * sizeof(JsonbValue)))};
-    JsonbIterator* iterator = JsonbIteratorInit(&row->root);
-    JsonbValue value;
-    AttrNumber attnum = InvalidAttrNumber;
-    int key_index = 0;
-    JsonbIteratorToken token;
-    while ((token = JsonbIteratorNext(&iterator, &value, true)) != WJB_DONE) {
-        if (token == WJB_KEY) {
-            int length = value.val.string.len;
-            attnum = column_named(table, value.val.string.val, length, key_index++);
-            if (attnum == InvalidAttrNumber)
-                ereport(ERROR,
-                        (errcode(ERRCODE_UNDEFINED_COLUMN),
-                         errmsg("column \"%.*s\" of relation \"%s\" does not exist", length,
-                                value.val.string.val, get_rel_name(table->relid)),
-                         errhint("Every key of %s must be a column of the table.", argument)));
-            incoming.columns = bms_add_member(incoming.columns, attnum);
-        } else if (token == WJB_VALUE) {
-            incoming.values[attnum - 1] = value;
-        }
+        {0, attnums, true},
+        static_cast<JsonbValue*>(palloc0(table->attribute_count * sizeof(JsonbValue)))};
+    pg::JsonbObjectReader reader = pg::read_object(&row->root);
+    for (int i = 0; i < reader.pair_count; i++) {
+        const char* name;
+        int length;
+        pg::next_key(&reader, &name, &length);
+        bool as_remembered;
+        AttrNumber attnum = column_named(table, name, length, i, &as_remembered);
+        if (attnum == InvalidAttrNumber)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                            errmsg("column \"%.*s\" of relation \"%s\" does not exist", length,
+                                   name, get_rel_name(table->relid)),
+                            errhint("Every key of %s must be a column of the table.", argument)));
+        // (no two keys of a jsonb object are equal: at most attribute_count columns)
+        attnums[i] = attnum;
+        incoming.columns.as_remembered = incoming.columns.as_remembered && as_remembered;
     }
+    incoming.columns.count = reader.pair_count;
+    for (int i = 0; i < reader.pair_count; i++)
+        pg::next_value(&reader, &incoming.values[attnums[i] - 1]);
 
-    auto has_value = [&](AttrNumber column) {
-        return bms_is_member(column, incoming.columns) &&
-               incoming.values[column - 1].type != jbvNull;
-    };
+    auto has_value = [&](AttrNumber column) { return incoming.values[column - 1].type != jbvNull; };
     for (int i = 0; i < table->key_count; i++) {
         AttrNumber key = table->key_columns[i];
         if (!has_value(key))

@@ -24,6 +24,7 @@ struct CachedStatement {
     NaturalWrite kind;
     AttrNumber version;
     Bitmapset* columns;
+    int column_count;
     SPIPlanPtr plan;
     int executing;  // calls running the plan now: a stale statement is freed only at zero
     // typed parameters, one per column (with the column's typmod): their types and inputs;
@@ -167,6 +168,7 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
     MemoryContext caller_context = MemoryContextSwitchTo(cache_context);
     statement->columns = bms_copy(columns);
     MemoryContextSwitchTo(caller_context);
+    statement->column_count = column_count;
     statement->kind = kind;
     statement->version = version;
     statement->plan = plan;
@@ -179,13 +181,27 @@ CachedStatement* prepare_statement(TargetTable* table, NaturalWrite kind, AttrNu
 }  // namespace
 
 CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNumber version,
-                                  const Bitmapset* columns) {
+                                  const IncomingColumns& columns) {
+    // The same keys as the last row read, at the same places: no set to build and compare.
+    CachedStatement* last = table->last_statement;
+    if (columns.as_remembered && last != nullptr && last->kind == kind &&
+        last->version == version && last->column_count == columns.count)
+        return last;
+
+    Bitmapset* wanted = nullptr;
+    for (int i = 0; i < columns.count; i++) wanted = bms_add_member(wanted, columns.attnums[i]);
+    CachedStatement* found = nullptr;
     for (CachedStatement* statement = table->statements; statement != nullptr;
          statement = statement->next)
         if (statement->kind == kind && statement->version == version &&
-            bms_equal(statement->columns, columns))
-            return statement;
-    return prepare_statement(table, kind, version, columns);
+            bms_equal(statement->columns, wanted)) {
+            found = statement;
+            break;
+        }
+    if (found == nullptr) found = prepare_statement(table, kind, version, wanted);
+    bms_free(wanted);
+    table->last_statement = found;
+    return found;
 }
 
 bool execute_statement(CachedStatement* statement, Datum row, const JsonbValue* values) {

@@ -14,10 +14,17 @@ extern "C" {
 
 enum class NaturalWrite { upsert_versioned, insert_once };
 
-// The statement writing exactly `columns` (attribute numbers, key columns included); version is
-// InvalidAttrNumber for insert_once. Prepared and kept on first use.
+// The columns an incoming json row writes (key columns included), in the order of its keys.
+struct IncomingColumns {
+    int count;
+    const AttrNumber* attnums;
+    bool as_remembered;  // every key was found where the table remembered it (column_named)
+};
+
+// The statement writing exactly `columns`; version is InvalidAttrNumber for insert_once.
+// Prepared and kept on first use.
 CachedStatement* lookup_statement(TargetTable* table, NaturalWrite kind, AttrNumber version,
-                                  const Bitmapset* columns);
+                                  const IncomingColumns& columns);
 
 // Runs the statement for the incoming json row, whose value for column attnum is
 // values[attnum - 1]; true when a row was inserted or updated.

@@ -167,6 +167,7 @@ void load_table_facts(TargetTable* table) {
     table->remembered_count = table->attribute_count + 1;
     table->remembered = static_cast<RememberedColumn*>(
         MemoryContextAllocZero(cache_context, sizeof(RememberedColumn) * table->remembered_count));
+    table->last_statement = nullptr;
     table->stale = invalidation_count != invalidations_before;
 }
 
@@ -190,6 +191,7 @@ TargetTable* lookup_target_table(Oid relid) {
         table->statements = nullptr;
         table->remembered = nullptr;
         table->remembered_count = 0;
+        table->last_statement = nullptr;
     }
     // A failed load leaves the entry stale: the next lookup removes it and tries again.
     if (table->stale) {
@@ -199,12 +201,16 @@ TargetTable* lookup_target_table(Oid relid) {
     return table;
 }
 
-AttrNumber column_named(TargetTable* table, const char* name, int length, int place) {
+AttrNumber column_named(TargetTable* table, const char* name, int length, int place,
+                        bool* as_remembered) {
     bool can_remember = place >= 0 && place < table->remembered_count;
+    *as_remembered = false;
     if (can_remember) {
         const RememberedColumn* remembered = &table->remembered[place];
-        if (remembered->name_length == length && memcmp(remembered->name, name, length) == 0)
+        if (remembered->name_length == length && memcmp(remembered->name, name, length) == 0) {
+            *as_remembered = true;
             return remembered->attnum;
+        }
     }
     if (length >= NAMEDATALEN) return InvalidAttrNumber;
     char terminated[NAMEDATALEN];
@@ -217,6 +223,7 @@ AttrNumber column_named(TargetTable* table, const char* name, int length, int pl
         remembered->name_length = length;
         memcpy(remembered->name, name, length);
         remembered->attnum = attnum;
+        table->last_statement = nullptr;
     }
     return attnum;
 }

@@ -35,6 +35,10 @@ struct TargetTable {
     CachedStatement* statements;  // prepared for this table, newest first
     int remembered_count;         // attribute_count + 1 places
     RememberedColumn* remembered;
+    // The statement of the last row read whose keys were then remembered at places 0 .. n - 1,
+    // kept until a remembered place changes: a row whose n keys are all found where they are
+    // remembered writes the same columns (upsert_plan.cpp).
+    CachedStatement* last_statement;
 };
 
 // The table's facts, read on first use. The caller holds a lock on relid. Errors when the
@@ -47,8 +51,10 @@ bool is_key_column(const TargetTable* table, AttrNumber attnum);
 // The answer is remembered at `place` (0 .. attribute_count; any other place remembers nothing):
 // a caller that asks for the same names in the same places on every call (the keys of one kind
 // of message, in the order a jsonb object keeps them) reads them from there, and the facts of a
-// changed table, with what they remember, are read anew.
-AttrNumber column_named(TargetTable* table, const char* name, int length, int place);
+// changed table, with what they remember, are read anew. *as_remembered tells whether the answer
+// came from there (a place that changes forgets table->last_statement).
+AttrNumber column_named(TargetTable* table, const char* name, int length, int place,
+                        bool* as_remembered);
 
 // Where the cache and its statements live (a child of TopMemoryContext).
 MemoryContext target_table_memory();

@@ -29,6 +29,14 @@
 #   compare_instructions NAME OTHER CALLS WARM ROUTINE[,ROUTINE...]
 #                                   instructions_per_transaction of both, NAME / OTHER, and what
 #                                   the routines named take in a transaction of each
+# Over the protocol, as a client sees the server (a result row is a DataRow, not printed):
+#   callgrind_cluster_start DIR [postgresql.conf line ...]
+#                                   a cluster of $single_user_bindir in DIR (see cluster_start)
+#                                   whose postmaster runs under callgrind: each backend it forks
+#                                   writes its profile to DIR/profiles when it exits
+#   backend_instructions COMMAND ...
+#                                   runs COMMAND, a client of that cluster, and prints the
+#                                   instructions of the busiest backend that served it
 
 single_user_use() {
     single_user_bindir=$1
@@ -98,4 +106,46 @@ compare_instructions() {
         echo "inside a transaction of $side (inclusive, per transaction):"
         routine_instructions "$work/$side-$calls.out" "$calls" "$routines"
     done
+}
+
+callgrind_cluster_start() {
+    local dir=$1
+    shift
+    callgrind_cluster_dir=$dir
+    mkdir -p "$dir/profiles"
+    chown -R "$cluster_user" "$dir" 2>/dev/null || true
+    as_cluster_user "$single_user_bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync \
+        >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$dir'"
+        echo "autovacuum = off"  # no worker comes and goes between two counts
+        printf '%s\n' "$@"
+    } >>"$dir/data/postgresql.conf"
+    cat >"$dir/postgres" <<SCRIPT
+#!/bin/sh
+exec valgrind --tool=callgrind --callgrind-out-file='$dir/profiles/%p.out' \\
+    '$single_user_bindir/postgres' "\$@"
+SCRIPT
+    chmod 755 "$dir/postgres"
+    as_cluster_user "$single_user_bindir/pg_ctl" -D "$dir/data" -p "$dir/postgres" -t 600 \
+        -l "$dir/server.log" -w start >/dev/null
+}
+
+backend_instructions() {
+    local profiles=$callgrind_cluster_dir/profiles postmaster processes profile
+    postmaster=$(head -1 "$callgrind_cluster_dir/data/postmaster.pid")
+    processes=$(pgrep -c -P "$postmaster")
+    find "$profiles" -name '*.out' >"$callgrind_cluster_dir/before"
+    "$@" >"$callgrind_cluster_dir/client.log" 2>&1 ||
+        { cat "$callgrind_cluster_dir/client.log" >&2; return 1; }
+    # Each backend writes its profile as it exits, after its client is gone. A client may have
+    # had more than one connection (pgbench's first one only looks at the server): wait until
+    # the postmaster has only the processes it had before, and take the largest count.
+    until (($(pgrep -c -P "$postmaster") <= processes)); do sleep 0.1; done
+    find "$profiles" -name '*.out' | sort | comm -13 <(sort "$callgrind_cluster_dir/before") - |
+        while read -r profile; do
+            until grep -q '^totals:' "$profile"; do sleep 0.1; done
+            sed -n 's/^summary: \([0-9]*\).*/\1/p' "$profile"
+        done | sort -n | tail -1
 }

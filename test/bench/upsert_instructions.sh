@@ -8,7 +8,13 @@
 # and versions are scrambled, so both the update and the stale path are taken, alike on both
 # sides. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
 # which leaves out the backend's start and the first executions. Then, per transaction, the
-# inclusive instructions of the routines the work is made of.
+# inclusive instructions of the routines the work is made of. The single-user backend prints the
+# function's boolean and its description for every EXECUTE (debugStartup, debugtup), which a
+# client over the protocol does not pay (a DataRow of one boolean): the ratio is given again
+# without them. Last, the count a pgbench run sees: both statements sent by pgbench (-M prepared,
+# one connection, N and 200 transactions) to a server under callgrind, the backend's instructions
+# per transaction; n is drawn at random from a fixed seed, so the first 200 transactions of the
+# longer run are those of the shorter.
 #   test/bench/upsert_instructions.sh [N=3000]     (env KEEP=1 keeps the profiles, *.out)
 set -euo pipefail
 calls=${1:-3000}
@@ -21,15 +27,14 @@ source "$source_dir/test/bench/callgrind.sh"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 private_build
 single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
-single_user -j "$work/setup" <<'SQL'
-CREATE EXTENSION inbox;
+setup="CREATE EXTENSION inbox;
 
 CREATE TABLE bench_function (id integer PRIMARY KEY, status text NOT NULL,
                              amount numeric(12, 2), note text, version bigint);
 
 CREATE TABLE bench_hand_jsonb (LIKE bench_function INCLUDING ALL);
-
-SQL
+"
+single_user -j "$work/setup" <<<"$setup"
 
 message="('{\"id\": ' || \$1 % 500 + 1 || ', \"status\": \"paid\", \"amount\": ' || \$1 % 100000 || ', \"note\": \"invoice paid\", \"version\": ' || \$1 * 7919 % 1000003 || '}')::jsonb"
 declare -A statement=(
@@ -57,4 +62,36 @@ routines+=,jsonb_to_record,jsonb_in,LockRelationOid,get_attnum,lookup_target_tab
 routines+=,lookup_statement,make_typed_parameters,InputFunctionCall,GetTransactionSnapshot
 routines+=,CommitTransaction,StartTransaction,standard_ExecutorStart,standard_ExecutorEnd
 routines+=,ExecInitNode,ExecCheckPermissions,ExecCheckRTPerms,AcquireExecutorLocks
-compare_instructions function hand_jsonb "$calls" "$warm" "$routines"
+routines+=,debugStartup,debugtup
+comparison=$(compare_instructions function hand_jsonb "$calls" "$warm" "$routines")
+echo "$comparison"
+printing=$(routine_instructions "$work/function-$calls.out" "$calls" debugStartup,debugtup |
+    awk '{ sum += $2 } END { print sum + 0 }')
+read -r function_total hand_total < <(awk '/instructions per transaction/ { printf "%s ", $2 } END { print "" }' <<<"$comparison")
+printf 'function without printing its result (%d): %s times the instructions\n' "$printing" \
+    "$(ratio $((function_total - printing)) "$hand_total")"
+
+callgrind_cluster_start "$work/protocol" "synchronous_commit = off"
+protocol_psql() {
+    as_cluster_user "$private_bindir/psql" -h "$work/protocol" -U postgres -d postgres -X -q \
+        -v ON_ERROR_STOP=1 "$@"
+}
+trap 'as_cluster_user "$private_bindir/pg_ctl" -D "$work/protocol/data" -m immediate -w stop \
+    >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+backend_instructions protocol_psql -c "$setup" >/dev/null
+declare -A protocol
+for side in function hand_jsonb; do
+    printf '\\set n random(1, 1000000)\n%s;\n' "${statement[$side]//\$1/(:n::bigint)}" >"$work/$side.pgbench"
+    chmod 644 "$work/$side.pgbench"
+    counted=()
+    for times in "$calls" "$warm"; do
+        backend_instructions protocol_psql -c "TRUNCATE bench_function, bench_hand_jsonb" >/dev/null
+        counted+=("$(backend_instructions as_cluster_user "$private_bindir/pgbench" -h "$work/protocol" \
+            -U postgres -n -M prepared -c 1 -t "$times" --random-seed=1 -f "$work/$side.pgbench" postgres)")
+    done
+    protocol[$side]=$(((counted[0] - counted[1]) / (calls - warm)))
+    printf '%-15s %7d instructions per transaction over the protocol (pgbench -M prepared)\n' \
+        "$side" "${protocol[$side]}"
+done
+printf 'over the protocol, function / hand_jsonb: %s times the instructions\n' \
+    "$(ratio "${protocol[function]}" "${protocol[hand_jsonb]}")"

@@ -68,7 +68,7 @@ message="('{\"id\": ' || :id || ', \"status\": \"paid\", \"amount\": ' || :amoun
 variables="\\set id random(1, $rows)
 \\set amount random(1, 100000)
 \\set version random(1, 1000000000)"
-mkdir -p "$work/scripts"
+mkdir -p "$work/scripts" "$work/logs"
 cat >"$work/scripts/function.sql" <<EOF
 $variables
 SELECT inbox.upsert_versioned('bench_function', $message);
@@ -94,24 +94,29 @@ cat >"$work/scripts/plpgsql.sql" <<EOF
 $variables
 SELECT plpgsql_upsert_versioned('bench_plpgsql', $message);
 EOF
-chown -R "$cluster_user" "$work/scripts" 2>/dev/null || true
+chown -R "$cluster_user" "$work/scripts" "$work/logs" 2>/dev/null || true
 
 variants=(function hand_typed hand_jsonb plpgsql)
 per_client=$((transactions / clients))
 echo "pgbench -M prepared, $clients client(s), $((per_client * clients)) transactions per round, $rounds rounds, $rows rows"
 # Each round is ONE pgbench run in which every transaction picks one of the four scripts at random
 # (equal weights), so the variants are interleaved transaction by transaction and share whatever
-# load the machine has. pgbench reports each script's average latency; a variant's throughput is
-# its inverse, and each round gives a ratio. The medians of the ratios over the rounds are reported.
+# load the machine has. Each script's average latency is read from pgbench's log of every
+# transaction (microseconds; its summary rounds the average to a microsecond, 2% of these
+# transactions); a variant's throughput is its inverse, and each round gives a ratio. The medians
+# of the ratios over the rounds are reported.
 scripts=()
 for variant in "${variants[@]}"; do scripts+=(-f "$work/scripts/$variant.sql@1"); done
 ratios=""
 for ((round = 1; round <= rounds; round++)); do
+    log=$work/logs/round$round
     output=$(as_cluster_user pgbench -h "$cluster_dir" -U postgres -n -M prepared -c "$clients" -j "$clients" \
-        -t "$per_client" --random-seed="$round" "${scripts[@]}" postgres 2>&1)
-    # "SQL script N: path" ... " - latency average = X ms", in the order of the -f options
-    latencies=($(sed -n 's/^ - latency average = \([0-9.]*\) ms$/\1/p' <<<"$output"))
-    ((${#latencies[@]} == ${#variants[@]})) || { echo "pgbench failed:" >&2; echo "$output" >&2; exit 1; }
+        -t "$per_client" --random-seed="$round" -l --log-prefix="$log" "${scripts[@]}" postgres 2>&1) ||
+        { echo "pgbench failed:" >&2; echo "$output" >&2; exit 1; }
+    # a log line: client transaction latency_us script_number (in the order of the -f options) ...
+    latencies=($(cat "$log".* | awk -v scripts=${#variants[@]} '
+        { sum[$4] += $3; count[$4]++ }
+        END { for (s = 0; s < scripts; s++) printf "%.4f ", count[s] ? sum[s] / count[s] / 1000 : 0 }'))
     printf 'round %2d latency (ms): function %s  hand_typed %s  hand_jsonb %s  plpgsql %s\n' \
         "$round" "${latencies[@]}"
     ratios+=$(awk -v f="${latencies[0]}" -v a="${latencies[1]}" -v j="${latencies[2]}" \
