@@ -42,20 +42,20 @@ is($coordinator->safe_psql('postgres', $position) . ':' . marker_of('m-1'),
 	'41:1', 'commit moves the stream and writes the marker on its worker');
 like(marker_node($cluster, 'm-1'), qr/^worker/, 'a marker on a worker');
 
-is( $coordinator->safe_psql('postgres', q{
+# A batch of positions and the message m-2 claimed in one transaction, ended by $end.
+sub batch_and_message {
+	my ($end) = @_;
+	return $coordinator->safe_psql('postgres', qq{
 		BEGIN;
 		SELECT inbox.claim_positions('totals', 'orders/0', ARRAY[44, 42, 43, 41]);
 		SELECT inbox.apply('billing', 'm-2', 'tally(jsonb)');
-		ROLLBACK;}),
-	"{42,43,44}\nt", 'a batch of positions and a message claimed in one transaction');
+		$end;});
+}
+is(batch_and_message('ROLLBACK'), "{42,43,44}\nt",
+	'a batch of positions and a message claimed in one transaction');
 is($coordinator->safe_psql('postgres', $position) . ':' . marker_of('m-2'),
 	'41:0', 'rollback moves neither the stream nor writes the marker');
-is( $coordinator->safe_psql('postgres', q{
-		BEGIN;
-		SELECT inbox.claim_positions('totals', 'orders/0', ARRAY[44, 42, 43, 41]);
-		SELECT inbox.apply('billing', 'm-2', 'tally(jsonb)');
-		COMMIT;}),
-	"{42,43,44}\nt", 'the batch again, committed');
+is(batch_and_message('COMMIT'), "{42,43,44}\nt", 'the batch again, committed');
 is($coordinator->safe_psql('postgres', $position) . ':' . marker_of('m-2'),
 	'44:1', 'commit moves the stream to its last position and writes the marker');
 
