@@ -26,6 +26,7 @@ extern "C" {
 #include <cstring>
 
 #include "pg/compat.hpp"
+#include "pg/relcache_invalidation.hpp"
 #include "pg/spi.hpp"
 #include "settings.hpp"
 #include "store/consumer_access.hpp"
@@ -49,7 +50,7 @@ struct CachedConsumer {
 HTAB* cache = nullptr;
 Oid cached_for_registry = InvalidOid;
 
-void forget_consumers(Datum, Oid relid) {
+void forget_consumers(Oid relid) {
     if (cache != nullptr && (relid == InvalidOid || relid == cached_for_registry)) {
         hash_destroy(cache);
         cache = nullptr;
@@ -59,13 +60,13 @@ void forget_consumers(Datum, Oid relid) {
 // An owner kept by name (1.3) is looked up when cached: a role created, renamed or dropped since
 // (the missing owner of a restore created at last) is looked up again.
 void forget_consumers_of_roles(Datum, pg::SyscacheId, uint32) {
-    forget_consumers((Datum)0, InvalidOid);
+    forget_consumers(InvalidOid);
 }
 
 HTAB* consumer_cache() {
     static bool callback_registered = false;
     if (!callback_registered) {
-        CacheRegisterRelcacheCallback(forget_consumers, (Datum)0);
+        pg::forget_on_relcache_invalidation(forget_consumers);
         CacheRegisterSyscacheCallback(AUTHOID, forget_consumers_of_roles, (Datum)0);
         callback_registered = true;
     }

@@ -10,12 +10,12 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "utils/acl.h"
-#include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 }
 
 #include "pg/compat.hpp"
+#include "pg/relcache_invalidation.hpp"
 #include "pg/speculative_insert.hpp"
 #include "pg/table_shape.hpp"
 #include "store/marker_insert.hpp"
@@ -30,9 +30,7 @@ struct InsertTarget {
     Oid arbiter;  // its primary key; InvalidOid: only the statement serves the table
 };
 InsertTarget cached_target = {InvalidOid, InvalidOid};
-bool invalidation_registered = false;
-
-void forget_target(Datum, Oid relid) {
+void forget_target(Oid relid) {
     if (relid == InvalidOid || relid == cached_target.table) cached_target.table = InvalidOid;
 }
 
@@ -52,11 +50,8 @@ const AttrNumber key_columns[2] = {consumer_id_column, message_key_column};
 // (they rewrite it), row-level security (its policies check the row), CHECK constraints,
 // partitions, or columns other than the marker's.
 Oid arbiter_for(Relation table) {
-    if (!invalidation_registered) {
-        CacheRegisterRelcacheCallback(forget_target, (Datum)0);
-        invalidation_registered = true;
-    }
     if (cached_target.table == RelationGetRelid(table)) return cached_target.arbiter;
+    pg::forget_on_relcache_invalidation(forget_target);
     bool plain =
         pg::plain_table(table) &&
         pg::columns_as_created(RelationGetDescr(table), column_names, column_types, marker_columns);

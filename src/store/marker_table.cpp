@@ -7,11 +7,11 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
 
+#include "pg/relcache_invalidation.hpp"
 #include "pg/spi.hpp"
 #include "store/marker_table.hpp"
 
@@ -25,12 +25,11 @@ MarkerStore cached_store = {.layout = MarkerLayout::compact,
                             .owner = InvalidOid,
                             .distribution = StoreDistribution::local};
 bool store_cached = false;
-bool invalidation_registered = false;
 // Citus's catalog of this node's group, when Citus is installed: its invalidation says the node
 // joined or left a cluster.
 Oid cached_local_group_table = InvalidOid;
 
-void forget_store(Datum, Oid relid) {
+void forget_store(Oid relid) {
     if (relid == InvalidOid || relid == cached_store.markers || relid == cached_store.details ||
         relid == cached_store.registry ||
         (OidIsValid(cached_local_group_table) && relid == cached_local_group_table))
@@ -60,10 +59,7 @@ Oid find_inbox_relation(const char* name, LOCKMODE mode) {
 
 const MarkerStore* marker_store() {
     if (store_cached) return &cached_store;
-    if (!invalidation_registered) {
-        CacheRegisterRelcacheCallback(forget_store, (Datum)0);
-        invalidation_registered = true;
-    }
+    pg::forget_on_relcache_invalidation(forget_store);
     MarkerStore store = {.layout = MarkerLayout::compact,
                          .markers = find_inbox_relation("markers", NoLock),
                          .details = find_inbox_relation("marker_details", NoLock),

@@ -10,11 +10,11 @@ extern "C" {
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
-#include "utils/inval.h"
 #include "utils/rel.h"
 }
 
 #include "pg/compat.hpp"
+#include "pg/relcache_invalidation.hpp"
 #include "pg/table_shape.hpp"
 #include "pg/spi.hpp"
 #include "store/marker_table.hpp"
@@ -30,9 +30,7 @@ struct OutboxTarget {
     Oid sequence;
 };
 OutboxTarget cached_target = {false, InvalidOid, InvalidOid};
-bool invalidation_registered = false;
-
-void forget_target(Datum, Oid relid) {
+void forget_target(Oid relid) {
     if (relid == InvalidOid || relid == cached_target.table || relid == cached_target.sequence)
         cached_target.found = false;
 }
@@ -51,10 +49,7 @@ const Oid column_types[outbox_columns] = {
 
 const OutboxTarget* outbox_target() {
     if (cached_target.found) return &cached_target;
-    if (!invalidation_registered) {
-        CacheRegisterRelcacheCallback(forget_target, (Datum)0);
-        invalidation_registered = true;
-    }
+    pg::forget_on_relcache_invalidation(forget_target);
     cached_target = {true, find_inbox_relation("outbox_messages", NoLock),
                      find_inbox_relation("outbox_ordinal", NoLock)};
     return &cached_target;

@@ -14,13 +14,13 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
 #include "pg/compat.hpp"
+#include "pg/relcache_invalidation.hpp"
 #include "pg/speculative_insert.hpp"
 #include "pg/table_shape.hpp"
 #include "store/marker_table.hpp"
@@ -37,9 +37,7 @@ struct PositionsTarget {
     Oid key;  // its primary key; InvalidOid: only the statements serve the table
 };
 PositionsTarget cached_target = {false, InvalidOid, false, InvalidOid};
-bool invalidation_registered = false;
-
-void forget_target(Datum, Oid relid) {
+void forget_target(Oid relid) {
     if (relid == InvalidOid || relid == cached_target.table) cached_target = {};
 }
 
@@ -55,10 +53,7 @@ const AttrNumber key_columns[2] = {1, stream_column};
 
 Oid positions_table() {
     if (cached_target.found) return cached_target.table;
-    if (!invalidation_registered) {
-        CacheRegisterRelcacheCallback(forget_target, (Datum)0);
-        invalidation_registered = true;
-    }
+    pg::forget_on_relcache_invalidation(forget_target);
     cached_target = {true, find_inbox_relation("stream_positions", NoLock), false, InvalidOid};
     return cached_target.table;
 }

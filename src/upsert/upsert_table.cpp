@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
+#include "pg/relcache_invalidation.hpp"
 #include "upsert/upsert_table.hpp"
 
 namespace {
@@ -37,7 +38,7 @@ void mark_all_stale() {
 
 // Invalidation callbacks only mark: a plan may be running right now, so freeing waits for the
 // next lookup.
-void forget_relation(Datum, Oid relid) {
+void forget_relation(Oid relid) {
     invalidation_count++;
     if (!OidIsValid(relid)) return mark_all_stale();
     auto* table = static_cast<TargetTable*>(hash_search(target_tables, &relid, HASH_FIND, nullptr));
@@ -73,7 +74,7 @@ void ensure_cache() {
     control.hcxt = cache_context;
     target_tables =
         hash_create("inbox target tables", 16, &control, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-    CacheRegisterRelcacheCallback(forget_relation, (Datum)0);
+    pg::forget_on_relcache_invalidation(forget_relation);
     CacheRegisterSyscacheCallback(TYPEOID, forget_type, (Datum)0);
     CacheRegisterSyscacheCallback(NAMESPACEOID, forget_all, (Datum)0);
     CacheRegisterSyscacheCallback(OPEROID, forget_all, (Datum)0);

@@ -3,6 +3,11 @@
 # runs counted by callgrind: counts that do not depend on the machine's load. Sourced by the
 # instruction benchmarks after private_cluster.sh. The backend is $single_user_bindir/postgres
 # on the data directory $single_user_data:
+#   single_user_bench_start [postgresql.conf line ...]
+#                                   what a benchmark of this tree alone starts with: $work
+#                                   (removed on exit, kept with KEEP=1), the tree built into a
+#                                   private installation, and single_user_init of it in
+#                                   $work/data
 #   single_user_use BINDIR DATA     sets them (to switch between installations)
 #   single_user_init BINDIR DATA [postgresql.conf line ...]
 #                                   single_user_use, and initdb of DATA by BINDIR's initdb, the
@@ -37,6 +42,13 @@
 #   backend_instructions COMMAND ...
 #                                   runs COMMAND, a client of that cluster, and prints the
 #                                   instructions of the busiest backend that served it
+
+single_user_bench_start() {
+    work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
+    trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+    private_build
+    single_user_init "$private_bindir" "$work/data" "$@"
+}
 
 single_user_use() {
     single_user_bindir=$1

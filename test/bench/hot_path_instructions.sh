@@ -1,25 +1,21 @@
 #!/usr/bin/env bash
 # Where the CPU of a claim goes, against the hand-written SQL of test/bench/claim_apply_vs_sql.sh:
-# instructions per transaction (one prepared statement, executed and committed N times) counted
-# by callgrind in a single-user backend, so that the figures do not depend on the machine's
-# load. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
-# which leaves out the backend's start and the first executions. Prints, per statement, the
-# instructions of one transaction, and for claim the parts the callgrind profile attributes to
-# PostgreSQL's routines: the marker's conflict check, index entries and heap tuple, the indexes
-# opened and closed, and the executor start and end of the caller's SELECT.
+# instructions per transaction (one prepared statement, executed and committed N times) counted as
+# callgrind.sh's instructions_per_transaction counts them (a single-user backend: figures that do
+# not depend on the machine's load). Prints, per statement, the instructions of one transaction, and
+# for claim the parts the callgrind profile attributes to PostgreSQL's routines: the marker's
+# conflict check, index entries and heap tuple, the indexes opened and closed, and the executor
+# start and end of the caller's SELECT.
 #   test/bench/hot_path_instructions.sh [N=3000]
 set -euo pipefail
 calls=${1:-3000}
 warm=200
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/callgrind.sh"
 source "$source_dir/test/bench/hot_path_statements.sh"
-trap 'rm -rf "$work"' EXIT
-private_build
-single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
+single_user_bench_start "synchronous_commit = off"
 {
     cat "$source_dir/test/bench/hot_path_setup.sql"
     printf '\n%s\n\n' "SELECT inbox.claim('claim', 'first'), inbox.claim('apply', 'first');"

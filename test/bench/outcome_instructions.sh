@@ -19,13 +19,9 @@ batches=${2:-200}
 executions=${3:-2000}
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/callgrind.sh"
-trap 'rm -rf "$work"' EXIT
-
-private_build
-single_user_init "$private_bindir" "$work/data"
+single_user_bench_start
 
 # The statements given to single_user and callgrind_count end with ";" and an empty line (-j).
 single_user -j "$work/setup" <<'SQL'

@@ -1,23 +1,19 @@
 #!/usr/bin/env bash
-# Where the CPU of a claimed position goes, against the guard written by hand into an offsets
-# table of the application's (claim_position_vs_upsert.sh's two statements and table):
-# instructions per transaction (one prepared statement, executed over 100 streams and committed N
-# times, every claim moving its stream) counted by callgrind in a single-user backend, so that the
-# figures do not depend on the machine's load. Each statement runs twice, N and 200 times, and the
-# difference is divided by N - 200, which leaves out the backend's start and the first executions.
-# Then, per transaction, the inclusive instructions of the routines each one's work is made of.
+# Where the CPU of a claimed position goes, against the guard written by hand into an offsets table
+# of the application's (claim_position_vs_upsert.sh's two statements and table): instructions per
+# transaction (one prepared statement, executed over 100 streams and committed N times, every claim
+# moving its stream) counted as callgrind.sh's instructions_per_transaction counts them (a
+# single-user backend: figures that do not depend on the machine's load). Then, per transaction, the
+# inclusive instructions of the routines each one's work is made of.
 #   test/bench/position_instructions.sh [N=3000]
 set -euo pipefail
 calls=${1:-3000}
 warm=200
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/callgrind.sh"
-trap 'rm -rf "$work"' EXIT
-private_build
-single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
+single_user_bench_start "synchronous_commit = off"
 single_user -j "$work/setup" <<'SQL'
 CREATE EXTENSION inbox;
 

@@ -1,25 +1,20 @@
 #!/usr/bin/env bash
-# Where the CPU of a send goes, against the same message written by hand into an outbox table of
-# the application's (send_vs_insert.sh's two statements and table): instructions per transaction
-# (one prepared statement, executed and committed N times) counted by callgrind in a single-user
-# backend, so that the figures do not depend on the machine's load. Each statement runs twice, N
-# and 200 times, and the difference is divided by N - 200, which leaves out the backend's start
-# and the first executions. Then, per transaction, the inclusive instructions of the routines
-# each one's work is made of (the call, the executor's insert, the index entries, the partial
-# indexes' predicates, opening and closing the indexes, the lock of the key, the sequence, the
-# notification at commit).
+# Where the CPU of a send goes, against the same message written by hand into an outbox table of the
+# application's (send_vs_insert.sh's two statements and table): instructions per transaction (one
+# prepared statement, executed and committed N times) counted as callgrind.sh's
+# instructions_per_transaction counts them (a single-user backend: figures that do not depend on the
+# machine's load). Then, per transaction, the inclusive instructions of the routines each one's work
+# is made of (the call, the executor's insert, the index entries, the partial indexes' predicates,
+# opening and closing the indexes, the lock of the key, the sequence, the notification at commit).
 #   test/bench/send_instructions.sh [N=3000]
 set -euo pipefail
 calls=${1:-3000}
 warm=200
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/callgrind.sh"
-trap 'rm -rf "$work"' EXIT
-private_build
-single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
+single_user_bench_start "synchronous_commit = off"
 single_user -j "$work/setup" <<'SQL'
 CREATE EXTENSION inbox;
 

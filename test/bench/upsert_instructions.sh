@@ -1,32 +1,27 @@
 #!/usr/bin/env bash
 # Where the CPU of inbox.upsert_versioned goes, against the static statement it replaces
-# (upsert_versioned.sh's hand_jsonb: INSERT ... SELECT FROM jsonb_to_record(message) ON CONFLICT
-# DO UPDATE ... WHERE version <): instructions per transaction (one prepared statement, executed
-# and committed N times) counted by callgrind in a single-user backend, so that the figures do
-# not depend on the machine's load. Both take the same messages, built from the statement's
-# parameter n as upsert_versioned.sh builds them (a text cast to jsonb): ids cycle over 500 rows
-# and versions are scrambled, so both the update and the stale path are taken, alike on both
-# sides. Each statement runs twice, N and 200 times, and the difference is divided by N - 200,
-# which leaves out the backend's start and the first executions. Then, per transaction, the
-# inclusive instructions of the routines the work is made of. The single-user backend prints the
-# function's boolean and its description for every EXECUTE (debugStartup, debugtup), which a
-# client over the protocol does not pay (a DataRow of one boolean): the ratio is given again
-# without them. Last, the count a pgbench run sees: both statements sent by pgbench (-M prepared,
-# one connection, N and 200 transactions) to a server under callgrind, the backend's instructions
-# per transaction; n is drawn at random from a fixed seed, so the first 200 transactions of the
-# longer run are those of the shorter.
+# (upsert_versioned.sh's hand_jsonb: INSERT ... SELECT FROM jsonb_to_record(message) ON CONFLICT DO
+# UPDATE ... WHERE version <): instructions per transaction (one prepared statement, executed and
+# committed N times) counted as callgrind.sh's instructions_per_transaction counts them (a
+# single-user backend: figures that do not depend on the machine's load). Both take the same
+# messages, built from the statement's parameter n as upsert_versioned.sh builds them (a text cast
+# to jsonb): ids cycle over 500 rows and versions are scrambled, so both the update and the stale
+# path are taken, alike on both sides. Then, per transaction, the inclusive instructions of the
+# routines the work is made of. The single-user backend prints the function's boolean and its
+# description for every EXECUTE (debugStartup, debugtup), which a client over the protocol does not
+# pay (a DataRow of one boolean): the ratio is given again without them. Last, the count a pgbench
+# run sees: both statements sent by pgbench (-M prepared, one connection, N and 200 transactions) to
+# a server under callgrind, the backend's instructions per transaction; n is drawn at random from a
+# fixed seed, so the first 200 transactions of the longer run are those of the shorter.
 #   test/bench/upsert_instructions.sh [N=3000]     (env KEEP=1 keeps the profiles, *.out)
 set -euo pipefail
 calls=${1:-3000}
 warm=200
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
 source "$source_dir/test/bench/private_cluster.sh"
 source "$source_dir/test/bench/callgrind.sh"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-private_build
-single_user_init "$private_bindir" "$work/data" "synchronous_commit = off"
+single_user_bench_start "synchronous_commit = off"
 setup="CREATE EXTENSION inbox;
 
 CREATE TABLE bench_function (id integer PRIMARY KEY, status text NOT NULL,
