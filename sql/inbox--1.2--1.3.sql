@@ -361,7 +361,9 @@ RETURNS TABLE (id uuid, destination text, key text, headers jsonb, payload jsonb
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 -- Whatever the statistics say, the candidates are read in the order of the undelivered index, up
 -- to the limit, never sorted from a scan of every pending row; and a batch is too short for JIT.
-SET enable_sort = off SET jit = off
+-- One generic plan from the first call: the plan does not depend on the arguments, and a custom
+-- one, planned again at every call, took 3% of a relay's database time.
+SET enable_sort = off SET jit = off SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     now_ timestamptz := clock_timestamp();

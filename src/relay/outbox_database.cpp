@@ -8,6 +8,7 @@
 #include "relay/header_list.hpp"
 #include "relay/output.hpp"
 #include "relay/stop_signal.hpp"
+#include "relay/uuid_array.hpp"
 
 namespace inbox_relay {
 namespace {
@@ -37,18 +38,29 @@ extern "C" void print_notice(void*, const char* message) {
     print_line("database: " + one_line(message));
 }
 
+// The statements a batch runs, prepared once a connection: parsed and planned at the connection's
+// first batch, not at every one.
+constexpr const char* take_name = "inbox_relay_take";
+constexpr const char* done_name = "inbox_relay_done";
+constexpr const char* failed_name = "inbox_relay_failed";
+
 // The headers object comes as a list of netstrings (name, value, name, value ...): exact for any
 // text, and read without a JSON parser; jsonb_each_text gives string values unquoted and the
-// others as their JSON text. WITH ORDINALITY keeps relay_take's order (send order).
+// others as their JSON text. Messages without headers skip the subquery. WITH ORDINALITY keeps
+// relay_take's order (send order).
 constexpr const char* take_statement =
     "SELECT t.id, t.destination, t.key, t.payload::text, t.payload_bytes, t.attempt, "
-    "  (SELECT string_agg(octet_length(h.key) || ':' || h.key || ',' || "
-    "                     octet_length(coalesce(h.value, 'null')) || ':' || "
-    "                     coalesce(h.value, 'null') || ',', '' ORDER BY h.key) "
-    "   FROM jsonb_each_text(t.headers) h) "
+    "  CASE WHEN t.headers IS NOT NULL THEN "
+    "   (SELECT string_agg(octet_length(h.key) || ':' || h.key || ',' || "
+    "                      octet_length(coalesce(h.value, 'null')) || ':' || "
+    "                      coalesce(h.value, 'null') || ',', '' ORDER BY h.key) "
+    "    FROM jsonb_each_text(t.headers) h) END "
     "FROM inbox.relay_take($1, $2::integer, $3::float8 * interval '1 second', $4::text[]) "
     "     WITH ORDINALITY t "
     "ORDER BY t.ordinality";
+constexpr const char* done_statement = "SELECT inbox.relay_done($1::uuid[])";
+constexpr const char* failed_statement =
+    "SELECT inbox.relay_failed($1::uuid[], $2, $3::float8 * interval '1 second')";
 
 // An array literal of the given texts, each quoted (a destination may hold any character).
 std::string array_literal(const std::vector<std::string>& items) {
@@ -102,6 +114,13 @@ void OutboxDatabase::connect() {
     // relay_take wants READ COMMITTED, whatever the role's or database's default says.
     PQclear(execute("SET default_transaction_isolation = 'read committed'", {}));
     PQclear(execute("LISTEN inbox_outbox", {}));
+    prepare(take_name, take_statement, 4);
+    prepare(done_name, done_statement, 1);
+    prepare(failed_name, failed_statement, 3);
+}
+
+void OutboxDatabase::prepare(const char* name, const char* statement, int parameter_count) {
+    check(PQprepare(connection_, name, statement, parameter_count, nullptr));
 }
 
 void OutboxDatabase::disconnect() {
@@ -124,8 +143,42 @@ PGresult* OutboxDatabase::execute(const char* statement,
     if (connection_ == nullptr) {
         throw DatabaseError("not connected");
     }
-    PGresult* result = PQexecParams(connection_, statement, static_cast<int>(parameters.size()),
-                                    nullptr, parameters.data(), nullptr, nullptr, 0);
+    return check(PQexecParams(connection_, statement, static_cast<int>(parameters.size()), nullptr,
+                              parameters.data(), nullptr, nullptr, 0));
+}
+
+PGresult* OutboxDatabase::execute_prepared(const char* name,
+                                           const std::vector<const char*>& parameters) {
+    if (connection_ == nullptr) {
+        throw DatabaseError("not connected");
+    }
+    return check(PQexecPrepared(connection_, name, static_cast<int>(parameters.size()),
+                                parameters.data(), nullptr, nullptr, 0));
+}
+
+PGresult* OutboxDatabase::execute_settling(const char* name, const std::vector<std::string>& ids,
+                                           const std::vector<const char*>& more_parameters) {
+    if (connection_ == nullptr) {
+        throw DatabaseError("not connected");
+    }
+    std::string id_array;
+    try {
+        id_array = binary_uuid_array(ids);
+    } catch (const std::invalid_argument& error) {
+        throw DatabaseError(std::string("relay_take returned an id that is not a UUID: ") +
+                            error.what());
+    }
+    std::vector<const char*> values = {id_array.data()};
+    values.insert(values.end(), more_parameters.begin(), more_parameters.end());
+    std::vector<int> lengths(values.size(), 0);
+    std::vector<int> formats(values.size(), 0);
+    lengths[0] = static_cast<int>(id_array.size());
+    formats[0] = 1;
+    return check(PQexecPrepared(connection_, name, static_cast<int>(values.size()), values.data(),
+                                lengths.data(), formats.data(), 0));
+}
+
+PGresult* OutboxDatabase::check(PGresult* result) {
     ExecStatusType status = PQresultStatus(result);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
         std::string error = PQresultErrorMessage(result);
@@ -149,7 +202,7 @@ std::vector<OutboxMessage> OutboxDatabase::take(int max_messages, double lease_s
     std::string lease = std::to_string(lease_seconds);
     parameters[1] = batch_size.c_str();
     parameters[2] = lease.c_str();
-    ResultPtr result(execute(take_statement, parameters), &PQclear);
+    ResultPtr result(execute_prepared(take_name, parameters), &PQclear);
     std::vector<OutboxMessage> batch;
     batch.reserve(PQntuples(result.get()));
     for (int row = 0; row < PQntuples(result.get()); ++row) {
@@ -177,16 +230,13 @@ std::vector<OutboxMessage> OutboxDatabase::take(int max_messages, double lease_s
 }
 
 void OutboxDatabase::mark_done(const std::vector<std::string>& ids) {
-    std::string id_array = array_literal(ids);
-    PQclear(execute("SELECT inbox.relay_done($1::uuid[])", {id_array.c_str()}));
+    PQclear(execute_settling(done_name, ids, {}));
 }
 
 void OutboxDatabase::mark_failed(const std::vector<std::string>& ids, const std::string& error,
                                  double retry_after_seconds) {
-    std::string id_array = array_literal(ids);
     std::string retry_after = std::to_string(retry_after_seconds);
-    PQclear(execute("SELECT inbox.relay_failed($1::uuid[], $2, $3::float8 * interval '1 second')",
-                    {id_array.c_str(), error.c_str(), retry_after.c_str()}));
+    PQclear(execute_settling(failed_name, ids, {error.c_str(), retry_after.c_str()}));
 }
 
 std::optional<OutboxLag> OutboxDatabase::read_lag() {

@@ -1,6 +1,6 @@
 // The relay's side of the database: one libpq connection that listens on inbox_outbox, takes
 // batches with inbox.relay_take and settles them with relay_done and relay_failed, each
-// statement its own short READ COMMITTED transaction.
+// statement its own short READ COMMITTED transaction, prepared when the connection opens.
 #pragma once
 
 #include <libpq-fe.h>
@@ -53,7 +53,14 @@ class OutboxDatabase {
     void wait_for_notification(double timeout_seconds);
 
   private:
+    void prepare(const char* name, const char* statement, int parameter_count);
     PGresult* execute(const char* statement, const std::vector<const char*>& parameters);
+    PGresult* execute_prepared(const char* name, const std::vector<const char*>& parameters);
+    // relay_done's or relay_failed's statement: $1 the ids (binary), then more_parameters (text).
+    PGresult* execute_settling(const char* name, const std::vector<std::string>& ids,
+                               const std::vector<const char*>& more_parameters);
+    // The result when the statement succeeded; otherwise frees it and throws DatabaseError.
+    PGresult* check(PGresult* result);
     // True when a notification came in since the last call (they are read and dropped).
     bool drain_notifications();
 

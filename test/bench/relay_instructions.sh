@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# What relaying a message costs the database, in instructions: inbox-relay (with
+# inbox.outbox_retention 7d, then 0) against the hand-written relay of relay_throughput.sh
+# (relay_baselines.cpp: SELECT ... FOR UPDATE SKIP LOCKED LIMIT B, publish, confirms, DELETE),
+# both publishing to RabbitMQ with confirms in batches of B, the server under callgrind
+# (callgrind.sh's callgrind_cluster_start): figures that the machine's load does not change. Each
+# side runs twice over a filled outbox, N and WARM messages, and the instructions of its
+# backend's whole life (the backend found by its disconnection's line in the server's log) give
+# per message (I(N) - I(WARM)) / (N - WARM): the connection's start and its first plans cancel
+# out. inbox-relay's role has 'relay' access and not 'monitor': it reads no
+# lag (a query once a second, whose count would follow the slowed server's clock).
+#   test/bench/relay_instructions.sh [N=3000] [B=500]       (env KEEP=1 keeps the profiles)
+set -euo pipefail
+messages=${1:-3000}
+batch=${2:-500}
+warm=$batch
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+source "$source_dir/test/bench/private_cluster.sh"
+source "$source_dir/test/bench/callgrind.sh"
+source "$source_dir/scripts/rabbitmq.sh"
+single_user_bench_start
+trap 'rabbitmq_stop; as_cluster_user "$single_user_bindir/pg_ctl" -D "$work/server/data" -m immediate \
+    -w stop >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+callgrind_cluster_start "$work/server" "synchronous_commit = off" \
+    "shared_preload_libraries = 'inbox'" "inbox.purge_worker = off" "log_disconnections = on" \
+    "log_line_prefix = '%p %a '"
+rabbitmq_start "$work/rabbitmq" >/dev/null
+baselines=$work/relay_baselines
+g++ -std=c++20 -O2 -isystem "$(pg_config --includedir)" -I "$source_dir/src" \
+    "$source_dir/test/bench/relay_baselines.cpp" -lpq -lrabbitmq -o "$baselines"
+
+server_psql() {
+    as_cluster_user "$single_user_bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$work/server" \
+        -U postgres -d postgres "$@"
+}
+payload='{"type": "OrderPaid", "order": 41, "amount": 20, "note": "a message of about 100 bytes"}'
+backend_instructions server_psql >/dev/null <<SQL
+CREATE EXTENSION inbox;
+CREATE ROLE bench_relay LOGIN;
+SELECT inbox.grant_access('bench_relay', 'relay');
+CREATE TABLE bench_outbox (id bigserial PRIMARY KEY, payload jsonb NOT NULL);
+SQL
+/usr/bin/python3 -c "
+import pika
+with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_amqp_port)) as c:
+    ch = c.channel()
+    ch.exchange_declare('bench', 'fanout', durable=True)
+    ch.queue_declare('bench', durable=True)
+    ch.queue_bind('bench', 'bench')"
+purge_queue() {
+    /usr/bin/python3 -c "
+import pika
+with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_amqp_port)) as c:
+    print(c.channel().queue_purge('bench').method.message_count)"
+}
+
+fill() {
+    local side=$1 count=$2
+    if [ "$side" = hand ]; then
+        backend_instructions server_psql -c "TRUNCATE bench_outbox" \
+            -c "INSERT INTO bench_outbox (payload) SELECT '$payload' FROM generate_series(1, $count)"
+    else
+        # The relay's retention (a setting only a superuser sets): its role's.
+        backend_instructions server_psql -c "TRUNCATE inbox.outbox_messages" \
+            -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $count)" \
+            -c "ALTER ROLE bench_relay SET inbox.outbox_retention = '${side#retention-}'"
+    fi >/dev/null
+    # Each side starts from the same state: the filled table vacuumed, its statistics taken.
+    backend_instructions server_psql -c "VACUUM ANALYZE inbox.outbox_messages, bench_outbox" \
+        >/dev/null
+}
+
+# The instructions of the backend that served the connection named APPLICATION, once the
+# command ran.
+named_backend_instructions() {
+    local application=$1 pid profile
+    shift
+    "$@"
+    until pid=$(awk -v name="$application" '$2 == name && / disconnection: / { print $1 }' \
+                    "$work/server/server.log") && [ -n "$pid" ]; do
+        sleep 0.1
+    done
+    profile=$work/server/profiles/$pid.out
+    until [ -f "$profile" ] && grep -q '^totals:' "$profile"; do sleep 0.1; done
+    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$profile"
+}
+
+# inbox-relay until it printed COUNT messages published; then SIGTERM (nothing left in flight).
+run_inbox_relay() {
+    local application=$1 count=$2 log=$work/relay.log
+    : >"$log"
+    "$private_bindir/inbox-relay" \
+        --db "host=$work/server user=bench_relay dbname=postgres application_name=$application" \
+        --amqp "amqp://guest:guest@127.0.0.1:$rabbitmq_amqp_port/" --batch "$batch" \
+        --name "bench-$$" >"$log" 2>&1 &
+    local pid=$!
+    until [ "$(awk '$1 == "published" { n += $2 } END { print n + 0 }' "$log")" -ge "$count" ]; do
+        kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; return 1; }
+        sleep 0.1
+    done
+    kill -TERM "$pid"
+    wait "$pid"
+}
+
+run_side() {
+    local side=$1 count=$2 application=$1-$2
+    case $side in
+        hand) named_backend_instructions "$application" "$baselines" hand-relay \
+                  "host=$work/server user=postgres dbname=postgres application_name=$application" \
+                  "$rabbitmq_amqp_port" bench "$batch" ;;
+        retention-*) named_backend_instructions "$application" \
+                         run_inbox_relay "$application" "$count" ;;
+    esac
+}
+
+echo "PostgreSQL $(server_psql -At -c 'SHOW server_version'), under callgrind:" \
+    "$messages and $warm messages, batches of $batch"
+declare -A per_message
+for side in retention-7d retention-0 hand; do
+    counted=()
+    for count in "$messages" "$warm"; do
+        fill "$side" "$count"
+        counted+=("$(run_side "$side" "$count")")
+        published=$(purge_queue)
+        [ "$published" = "$count" ] || { echo "$side published $published, not $count" >&2; exit 1; }
+    done
+    per_message[$side]=$(((counted[0] - counted[1]) / (messages - warm)))
+    echo "$side: ${per_message[$side]} instructions per message (${counted[0]} and ${counted[1]})"
+done
+for side in retention-7d retention-0; do
+    echo "inbox-relay $side / hand-written relay: $(ratio "${per_message[$side]}" "${per_message[hand]}")"
+done
