@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <map>
 
+#include "relay/lag_schedule.hpp"
+
 namespace inbox_relay {
 
 std::string count_by_destination(const std::vector<OutboxMessage>& batch,
@@ -22,9 +24,9 @@ std::string count_by_destination(const std::vector<OutboxMessage>& batch,
 
 std::string LagReader::describe(OutboxDatabase& database) {
     auto now = std::chrono::steady_clock::now();
-    if (!forbidden_ && (!last_ || now - read_at_ >= std::chrono::seconds(1))) {
+    if (!forbidden_ && (!last_ || now >= next_read_)) {
         last_ = database.read_lag();
-        read_at_ = now;
+        next_read_ = now + lag_read_interval(std::chrono::steady_clock::now() - now);
         forbidden_ = !last_;
     }
     if (forbidden_) {

@@ -15,15 +15,15 @@ namespace inbox_relay {
 std::string count_by_destination(const std::vector<OutboxMessage>& batch,
                                  const std::vector<PublishOutcome>& outcomes, Delivery delivery);
 
-// The lag as inbox.outbox_stats shows it, read at most once a second: a relay that publishes
-// many small batches must not double the load it puts on the database.
+// The lag as inbox.outbox_stats shows it, read again when lag_read_interval says: a relay that
+// publishes many small batches, or works through a backlog, must not add to the database's load.
 class LagReader {
   public:
     // "lag: 2300 pending, oldest 1.2 s", or why it is not known.
     std::string describe(OutboxDatabase& database);
 
   private:
-    std::chrono::steady_clock::time_point read_at_;
+    std::chrono::steady_clock::time_point next_read_;
     std::optional<OutboxLag> last_;
     bool forbidden_ = false;
 };
