@@ -11,6 +11,7 @@ INBOX_SOURCES = \
 	src/pg/speculative_insert.cpp \
 	src/pg/state_file.cpp \
 	src/pg/subtransaction.cpp \
+	src/pg/strong_random.cpp \
 	src/settings.cpp \
 	src/store/message_key.cpp \
 	src/store/marker_arguments.cpp \

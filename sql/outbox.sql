@@ -20,6 +20,10 @@ SELECT substr(id::text, 15, 1) AS version,
        abs(('x' || lpad(replace(substr(id::text, 1, 13), '-', ''), 16, '0'))::bit(64)::bigint
            - extract(epoch FROM clock_timestamp()) * 1000) < 60000 AS milliseconds_now
 FROM inbox.send('orders', '{"order": 2}') id;
+-- Their random part (the 74 bits after the milliseconds) differs from one id to the next, also
+-- past the buffer of strong random bytes that the library fills for 409 ids at a time.
+SELECT count(DISTINCT substr(replace(id::text, '-', ''), 13)) AS distinct_random_parts
+FROM (SELECT inbox.send('orders', '{}') FROM generate_series(1, 2000)) sent (id);
 DELETE FROM inbox.outbox_messages;
 
 -- A rollback sends nothing; a subtransaction rolled back takes its messages with it.
