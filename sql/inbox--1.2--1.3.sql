@@ -223,6 +223,31 @@ SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_ordinal', '');
 REVOKE ALL ON inbox.outbox_messages FROM PUBLIC;
 REVOKE ALL ON SEQUENCE inbox.outbox_ordinal FROM PUBLIC;
 
+-- Where relay_take starts its scan of the undelivered index. A delivered message keeps its entry
+-- there until VACUUM, at the index's start, and a scan from the start walks over every message
+-- delivered since the last VACUUM (with a week of messages kept, autovacuum comes after
+-- millions). Invariant: no message with an ordinal below the floor is, or will be, undelivered
+-- and not dead. The floor moves up to the lowest such message, no further than a checkpoint
+-- (checkpoint_ordinal, checkpoint_xid): the sequence's value, then a transaction id assigned
+-- after it was read. A sender takes its transaction id before its ordinal (inbox.send; the
+-- sequence hands out its values one at a time, as the order of a key needs already), so once
+-- every transaction id below checkpoint_xid has ended (a snapshot's xmin at or above it), every
+-- ordinal up to checkpoint_ordinal is of a sender that committed, whose message a scan sees,
+-- or rolled back: a transaction that commits after a later-numbered one is never passed. Dead
+-- messages do not hold the floor back; relay_release, which makes one pending again, lowers the
+-- floor to it. Not dumped: a restored database starts again from 0.
+CREATE TABLE inbox.outbox_scan_floor (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),  -- one row (and a replica identity)
+    floor bigint NOT NULL,
+    checkpoint_ordinal bigint NOT NULL,
+    checkpoint_xid xid8 NOT NULL
+);
+INSERT INTO inbox.outbox_scan_floor (floor, checkpoint_ordinal, checkpoint_xid)
+VALUES (0, 0, '0');
+COMMENT ON TABLE inbox.outbox_scan_floor IS
+    'Where relay_take starts reading the undelivered messages: below the floor none is pending.';
+REVOKE ALL ON inbox.outbox_scan_floor FROM PUBLIC;
+
 -- The cause of a message: the latest claim (claim, apply, receive processed, claim_batch's last
 -- new id, apply_batch's message whose handler runs) of the sending transaction, or NULLs. Kept
 -- per backend by the library (src/claim/claimed_cause.hpp); a claim rolled back to a savepoint
@@ -311,6 +336,8 @@ BEGIN
                                                            FROM 3)
                                          FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid;
     SELECT * INTO claimed FROM inbox.claimed_cause();
+    -- The transaction's id before the ordinal (inbox.outbox_scan_floor).
+    PERFORM pg_current_xact_id();
     INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, id, destination, key,
                                        headers, payload, payload_bytes, cause_consumer,
                                        cause_message_id)
@@ -367,6 +394,9 @@ SET enable_sort = off SET jit = off SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     now_ timestamptz := clock_timestamp();
+    scan_floor inbox.outbox_scan_floor;
+    lowest bigint;
+    handed_out bigint;
 BEGIN
     IF relay IS NULL OR max_messages IS NULL OR lease IS NULL THEN
         RAISE EXCEPTION 'relay, max_messages and lease must not be NULL'
@@ -385,10 +415,37 @@ BEGIN
               HINT = 'Longer than the relay takes to publish a batch: an expired lease hands the '
                      'messages to the next relay.';
     END IF;
+    -- The floor, moved up when its checkpoint has matured, by the relay that locks its row (the
+    -- others read it as it is); each statement below has a snapshot of its own, taken after the
+    -- one before, whose xmin is no lower. The next checkpoint: the sequence's value read before
+    -- this transaction has an id, then its id, which the lock of the row gives it (a snapshot's
+    -- xmax would not do: it is one past the latest transaction that ended, and a running one
+    -- can hold a later id). A transaction that had an id before does not move the floor.
+    SELECT * INTO scan_floor FROM inbox.outbox_scan_floor;
+    IF pg_snapshot_xmin(pg_current_snapshot()) >= scan_floor.checkpoint_xid
+       AND pg_current_xact_id_if_assigned() IS NULL THEN
+        SELECT s.last_value - CASE WHEN s.is_called THEN 0 ELSE 1 END INTO handed_out
+        FROM inbox.outbox_ordinal s;
+        SELECT * INTO scan_floor FROM inbox.outbox_scan_floor FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            SELECT * INTO scan_floor FROM inbox.outbox_scan_floor;
+        -- The row locked may be newer than the one read, moved by another relay meanwhile: its
+        -- own checkpoint must have matured.
+        ELSIF pg_snapshot_xmin(pg_current_snapshot()) >= scan_floor.checkpoint_xid THEN
+            SELECT m.ordinal INTO lowest FROM inbox.outbox_messages m
+            WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.ordinal >= scan_floor.floor
+            ORDER BY m.ordinal LIMIT 1;
+            UPDATE inbox.outbox_scan_floor
+            SET floor = least(lowest, scan_floor.checkpoint_ordinal + 1),
+                checkpoint_ordinal = handed_out, checkpoint_xid = pg_current_xact_id()
+            RETURNING * INTO scan_floor;
+        END IF;
+    END IF;
     RETURN QUERY
     WITH candidates AS (
         SELECT m.ctid, m.ordinal FROM inbox.outbox_messages m
         WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.not_before <= now_
+          AND m.ordinal >= scan_floor.floor
           AND (relay_take.destinations IS NULL OR m.destination = ANY (relay_take.destinations))
           -- the head of its key, and no other message of the key in flight (a released dead
           -- one goes out again only after the one leased meanwhile is settled)
@@ -500,15 +557,25 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     released integer;
+    lowest bigint;
 BEGIN
     IF ids IS NULL THEN
         RAISE EXCEPTION 'ids must not be NULL'
         USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    UPDATE inbox.outbox_messages m
-    SET dead_at = NULL, attempts = 0, leased_by = NULL, not_before = clock_timestamp()
-    WHERE m.id = ANY (ids) AND m.dead_at IS NOT NULL AND pg_catalog.num_nulls(m.delivered_at) = 1;
-    GET DIAGNOSTICS released = ROW_COUNT;
+    WITH pending_again AS (
+        UPDATE inbox.outbox_messages m
+        SET dead_at = NULL, attempts = 0, leased_by = NULL, not_before = clock_timestamp()
+        WHERE m.id = ANY (ids) AND m.dead_at IS NOT NULL
+          AND pg_catalog.num_nulls(m.delivered_at) = 1
+        RETURNING m.ordinal
+    )
+    SELECT count(*), min(p.ordinal) INTO released, lowest FROM pending_again p;
+    -- Pending again below the floor, perhaps: the floor comes down to it (after a take that moves
+    -- the floor meanwhile, which did not see the message pending, this update reads its floor).
+    IF lowest IS NOT NULL THEN
+        UPDATE inbox.outbox_scan_floor SET floor = least(floor, lowest);
+    END IF;
     RETURN released;
 END $$;
 COMMENT ON FUNCTION inbox.relay_release(uuid[]) IS

@@ -37,9 +37,10 @@ BEGIN
 END $$;
 CREATE TEMP TABLE taken (id uuid);
 
--- The take reads the undelivered messages in send order up to its batch and leases them at
--- their row addresses, neither a scan of the table nor of the primary key; the lease changes no
--- indexed column, and the room each page keeps for it makes it a HOT update.
+-- The take reads the undelivered messages in send order from its floor up to its batch (two
+-- scans of the undelivered index: the one that moves the floor, the one that takes) and leases
+-- them at their row addresses, neither a scan of the table nor of the primary key; the lease
+-- changes no indexed column, and the room each page keeps for it makes it a HOT update.
 SELECT result AS taken, table_scans, undelivered_index_scans, primary_key_scans, hot_updates
 FROM relay_call($$WITH t AS (INSERT INTO taken SELECT id FROM inbox.relay_take('relay-1', 300)
                              RETURNING 1)

@@ -151,6 +151,10 @@ Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
     nulls[payload_bytes_value] = payload_column != payload_bytes_value;
     nulls[cause_consumer_value] = nulls[cause_message_id_value] =
         !claimed_cause(&values[cause_consumer_value], &values[cause_message_id_value]);
+    // The transaction's id before the ordinal that the insert takes: relay_take's scan floor
+    // passes an ordinal only once every transaction id below one taken after it has ended
+    // (inbox.outbox_scan_floor).
+    (void)GetTopTransactionId();
     insert_outgoing_message(function_owner(fcinfo), values, nulls);
     // Delivered at commit only (and once per destination per transaction).
     Async_Notify("inbox_outbox", text_to_cstring(destination));
