@@ -6,6 +6,9 @@
 #                             $rabbitmq_erl_args, if set, are added to the node's Erlang flags
 #   rabbitmq_ctl ARGS...      rabbitmqctl against that node
 #   rabbitmq_stop             stops the node and its epmd (safe to call twice, or unstarted)
+#   rabbitmq_purge_sink NAME  declares a durable fanout exchange NAME bound to a durable queue
+#                             NAME (once), purges the queue, prints how many messages it held:
+#                             where benchmarks publish what nobody reads
 # DIR's parent must be reachable by the cluster user.
 
 rabbitmq_bin=/usr/lib/rabbitmq/bin
@@ -142,4 +145,15 @@ rabbitmq_stop() {
     rabbitmq_env epmd -port "$rabbitmq_base_port" -kill >/dev/null 2>&1 || true
     rabbitmq_server_pid=
     return 0
+}
+
+rabbitmq_purge_sink() {
+    /usr/bin/python3 -c "
+import pika
+with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_amqp_port)) as c:
+    channel = c.channel()
+    channel.exchange_declare('$1', 'fanout', durable=True)
+    channel.queue_declare('$1', durable=True)
+    channel.queue_bind('$1', '$1')
+    print(channel.queue_purge('$1').method.message_count)"
 }

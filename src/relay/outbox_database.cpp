@@ -138,29 +138,29 @@ std::string OutboxDatabase::describe() const {
            PQhost(connection_) + ":" + PQport(connection_);
 }
 
-PGresult* OutboxDatabase::execute(const char* statement,
-                                  const std::vector<const char*>& parameters) {
+void OutboxDatabase::require_connection() const {
     if (connection_ == nullptr) {
         throw DatabaseError("not connected");
     }
+}
+
+PGresult* OutboxDatabase::execute(const char* statement,
+                                  const std::vector<const char*>& parameters) {
+    require_connection();
     return check(PQexecParams(connection_, statement, static_cast<int>(parameters.size()), nullptr,
                               parameters.data(), nullptr, nullptr, 0));
 }
 
 PGresult* OutboxDatabase::execute_prepared(const char* name,
                                            const std::vector<const char*>& parameters) {
-    if (connection_ == nullptr) {
-        throw DatabaseError("not connected");
-    }
+    require_connection();
     return check(PQexecPrepared(connection_, name, static_cast<int>(parameters.size()),
                                 parameters.data(), nullptr, nullptr, 0));
 }
 
 PGresult* OutboxDatabase::execute_settling(const char* name, const std::vector<std::string>& ids,
                                            const std::vector<const char*>& more_parameters) {
-    if (connection_ == nullptr) {
-        throw DatabaseError("not connected");
-    }
+    require_connection();
     std::string id_array;
     try {
         id_array = binary_uuid_array(ids);

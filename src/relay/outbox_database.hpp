@@ -53,6 +53,8 @@ class OutboxDatabase {
     void wait_for_notification(double timeout_seconds);
 
   private:
+    // Throws DatabaseError when the connection is down.
+    void require_connection() const;
     void prepare(const char* name, const char* statement, int parameter_count);
     PGresult* execute(const char* statement, const std::vector<const char*>& parameters);
     PGresult* execute_prepared(const char* name, const std::vector<const char*>& parameters);

@@ -41,19 +41,7 @@ CREATE ROLE bench_relay LOGIN;
 SELECT inbox.grant_access('bench_relay', 'relay');
 CREATE TABLE bench_outbox (id bigserial PRIMARY KEY, payload jsonb NOT NULL);
 SQL
-/usr/bin/python3 -c "
-import pika
-with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_amqp_port)) as c:
-    ch = c.channel()
-    ch.exchange_declare('bench', 'fanout', durable=True)
-    ch.queue_declare('bench', durable=True)
-    ch.queue_bind('bench', 'bench')"
-purge_queue() {
-    /usr/bin/python3 -c "
-import pika
-with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_amqp_port)) as c:
-    print(c.channel().queue_purge('bench').method.message_count)"
-}
+rabbitmq_purge_sink bench >/dev/null
 
 fill() {
     local side=$1 count=$2
@@ -122,7 +110,7 @@ for side in retention-7d retention-0 hand; do
     for count in "$messages" "$warm"; do
         fill "$side" "$count"
         counted+=("$(run_side "$side" "$count")")
-        published=$(purge_queue)
+        published=$(rabbitmq_purge_sink bench)
         [ "$published" = "$count" ] || { echo "$side published $published, not $count" >&2; exit 1; }
     done
     per_message[$side]=$(((counted[0] - counted[1]) / (messages - warm)))

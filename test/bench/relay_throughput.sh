@@ -41,17 +41,7 @@ payload='{"type": "OrderPaid", "order": 41, "amount": 20, "note": "a message of 
 cluster_psql -c "CREATE EXTENSION inbox" \
     -c "CREATE TABLE bench_outbox (id bigserial PRIMARY KEY, payload jsonb NOT NULL)"
 # A durable exchange and queue, purged after each run (its messages are not read).
-amqp() {
-    /usr/bin/python3 -c "
-import pika, sys
-with pika.BlockingConnection(pika.ConnectionParameters('127.0.0.1', $rabbitmq_amqp_port)) as c:
-    ch = c.channel()
-    ch.exchange_declare('bench', 'fanout', durable=True)
-    ch.queue_declare('bench', durable=True)
-    ch.queue_bind('bench', 'bench')
-    print(ch.queue_purge('bench').method.message_count)"
-}
-amqp >/dev/null
+rabbitmq_purge_sink bench >/dev/null
 
 # CPU clock ticks used by a process and its descendants so far, those that exited included (the
 # children a process waited for count in its own cutime and cstime).
@@ -157,19 +147,19 @@ for round in $(seq "$rounds"); do
         read -r rate client pg rabbit <<<"$(measured run_inbox_relay \
             "$([ "$side" = keeping ] && echo 7d || echo 0)")"
         rates[$side]+="$rate " cpu[$side]+="$client,$pg,$rabbit "
-        published=$(amqp)
+        published=$(rabbitmq_purge_sink bench)
         [ "$published" = "$messages" ] ||
             { echo "round $round: ${label[$side]} published $published, not $messages"; exit 1; }
     done
     fill_hand_outbox
     read -r rate client pg rabbit <<<"$(measured run_hand_relay)"
     rates[hand]+="$rate " cpu[hand]+="$client,$pg,$rabbit "
-    published=$(amqp)
+    published=$(rabbitmq_purge_sink bench)
     [ "$published" = "$messages" ] ||
         { echo "round $round: the hand-written relay published $published"; exit 1; }
     read -r rate client pg rabbit <<<"$(measured run_broker_limit)"
     rates[broker]+="$rate " cpu[broker]+="$client,$pg,$rabbit "
-    amqp >/dev/null
+    rabbitmq_purge_sink bench >/dev/null
     line="round $round:"
     for side in "${sides[@]}"; do
         line+=" ${label[$side]} $(last_of "${rates[$side]}")/s,"
