@@ -176,10 +176,11 @@ COMMENT ON FUNCTION inbox.apply_batch(text, text, jsonb) IS
 -- send but never write the table, a role granted 'relay' may lease and settle messages but never
 -- change them.
 --
--- One row per outgoing message, pending or delivered. Pending messages are few, delivered ones
--- many (until the purge): the only index over every row is the primary key, on ids that grow
--- with time (UUIDv7 layout: appended at the right of the index, as a sequence is); the relay's
--- two indexes are partial, over the undelivered messages only. Fixed-width columns first.
+-- Two tables: the messages not yet delivered (pending, leased, dead), with everything a relay
+-- publishes, and the delivered ones, kept for inbox.outbox_retention without their payload. A
+-- delivered message leaves the first for the second (relay_done): the first stays as small as
+-- the backlog, so autovacuum soon clears what deliveries leave in its indexes, and a delivery
+-- writes a row of a few columns, not a new version of the whole message with its payload.
 CREATE SEQUENCE inbox.outbox_ordinal;
 COMMENT ON SEQUENCE inbox.outbox_ordinal IS
     'The order of outgoing messages; within one (destination, key), commit order (inbox.send).';
@@ -188,7 +189,6 @@ CREATE TABLE inbox.outbox_messages (
     created_at timestamptz NOT NULL,
     -- not taken before: the end of its lease while leased, the retry time after a failure
     not_before timestamptz NOT NULL,
-    delivered_at timestamptz,
     dead_at timestamptz,
     id uuid NOT NULL,
     attempts integer NOT NULL DEFAULT 0,
@@ -209,33 +209,51 @@ CREATE TABLE inbox.outbox_messages (
 -- lease is a HOT update that writes no index entry and leaves no dead one behind.
 WITH (fillfactor = 50);
 COMMENT ON TABLE inbox.outbox_messages IS
-    'Outgoing messages written by inbox.send, published by a relay (inbox.relay_take). Read '
-    'inbox.outbox.';
--- What relay_take scans: the undelivered messages in send order (the dead ones too, which
--- outbox_stats counts).
-CREATE INDEX outbox_messages_undelivered ON inbox.outbox_messages (ordinal)
-    WHERE delivered_at IS NULL;
--- The head of each key: the earliest undelivered message of a (destination, key).
+    'Outgoing messages written by inbox.send and not yet delivered, published by a relay '
+    '(inbox.relay_take). Read inbox.outbox.';
+-- What relay_take scans: the messages in send order (the dead ones too, which outbox_stats
+-- counts).
+CREATE INDEX outbox_messages_undelivered ON inbox.outbox_messages (ordinal);
+-- The head of each key: the earliest message of a (destination, key).
 CREATE INDEX outbox_messages_key_order ON inbox.outbox_messages (destination, key, ordinal)
-    WHERE delivered_at IS NULL AND key IS NOT NULL;
+    WHERE key IS NOT NULL;
+-- Delivered messages, until the purge: what inbox.outbox shows of them. The ids grow with time
+-- (UUIDv7 layout), so the primary key is appended at its right, as a sequence is, and the purge
+-- deletes ranges of it (src/purge/purge_outbox.cpp).
+CREATE TABLE inbox.outbox_delivered (
+    created_at timestamptz NOT NULL,
+    delivered_at timestamptz NOT NULL,
+    id uuid NOT NULL,
+    attempts integer NOT NULL,
+    destination text NOT NULL,
+    key text,
+    last_error text,
+    cause_consumer text,
+    cause_message_id text,
+    CONSTRAINT outbox_delivered_pkey PRIMARY KEY (id)
+);
+COMMENT ON TABLE inbox.outbox_delivered IS
+    'Outgoing messages delivered, without their payload, kept for inbox.outbox_retention. Read '
+    'inbox.outbox.';
 SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_messages', '');
+SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_delivered', '');
 SELECT pg_catalog.pg_extension_config_dump('inbox.outbox_ordinal', '');
-REVOKE ALL ON inbox.outbox_messages FROM PUBLIC;
+REVOKE ALL ON inbox.outbox_messages, inbox.outbox_delivered FROM PUBLIC;
 REVOKE ALL ON SEQUENCE inbox.outbox_ordinal FROM PUBLIC;
 
--- Where relay_take starts its scan of the undelivered index. A delivered message keeps its entry
+-- Where relay_take starts its scan of the undelivered index. A delivered message's entry stays
 -- there until VACUUM, at the index's start, and a scan from the start walks over every message
--- delivered since the last VACUUM (with a week of messages kept, autovacuum comes after
--- millions). Invariant: no message with an ordinal below the floor is, or will be, undelivered
--- and not dead. The floor moves up to the lowest such message, no further than a checkpoint
--- (checkpoint_ordinal, checkpoint_xid): the sequence's value, then a transaction id assigned
--- after it was read. A sender takes its transaction id before its ordinal (inbox.send; the
--- sequence hands out its values one at a time, as the order of a key needs already), so once
--- every transaction id below checkpoint_xid has ended (a snapshot's xmin at or above it), every
--- ordinal up to checkpoint_ordinal is of a sender that committed, whose message a scan sees,
--- or rolled back: a transaction that commits after a later-numbered one is never passed. Dead
--- messages do not hold the floor back; relay_release, which makes one pending again, lowers the
--- floor to it. Not dumped: a restored database starts again from 0.
+-- delivered since (autovacuum's rounds are a minute apart: hundreds of thousands of messages at a
+-- busy outbox's rate). Invariant: no message with an ordinal below the floor is, or will be,
+-- undelivered and not dead. The floor moves up to the lowest such message, no further than a
+-- checkpoint (checkpoint_ordinal, checkpoint_xid): the sequence's value, then a transaction id
+-- assigned after it was read. A sender takes its transaction id before its ordinal (inbox.send; the
+-- sequence hands out its values one at a time, as the order of a key needs already), so once every
+-- transaction id below checkpoint_xid has ended (a snapshot's xmin at or above it), every ordinal
+-- up to checkpoint_ordinal is of a sender that committed, whose message a scan sees, or rolled
+-- back: a transaction that commits after a later-numbered one is never passed. Dead messages do not
+-- hold the floor back; relay_release, which makes one pending again, lowers the floor to it. Not
+-- dumped: a restored database starts again from 0.
 CREATE TABLE inbox.outbox_scan_floor (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),  -- one row (and a replica identity)
     floor bigint NOT NULL,
@@ -433,7 +451,7 @@ BEGIN
         -- own checkpoint must have matured.
         ELSIF pg_snapshot_xmin(pg_current_snapshot()) >= scan_floor.checkpoint_xid THEN
             SELECT m.ordinal INTO lowest FROM inbox.outbox_messages m
-            WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.ordinal >= scan_floor.floor
+            WHERE m.dead_at IS NULL AND m.ordinal >= scan_floor.floor
             ORDER BY m.ordinal LIMIT 1;
             UPDATE inbox.outbox_scan_floor
             SET floor = least(lowest, scan_floor.checkpoint_ordinal + 1),
@@ -444,7 +462,7 @@ BEGIN
     RETURN QUERY
     WITH candidates AS (
         SELECT m.ctid, m.ordinal FROM inbox.outbox_messages m
-        WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.not_before <= now_
+        WHERE m.dead_at IS NULL AND m.not_before <= now_
           AND m.ordinal >= scan_floor.floor
           AND (relay_take.destinations IS NULL OR m.destination = ANY (relay_take.destinations))
           -- the head of its key, and no other message of the key in flight (a released dead
@@ -452,17 +470,17 @@ BEGIN
           AND (m.key IS NULL OR NOT EXISTS (
                 SELECT FROM inbox.outbox_messages e
                 WHERE e.destination = m.destination AND e.key = m.key AND e.id <> m.id
-                  AND e.delivered_at IS NULL AND e.dead_at IS NULL
+                  AND e.dead_at IS NULL
                   AND (e.ordinal < m.ordinal
                        OR (e.leased_by IS NOT NULL AND e.not_before > now_))))
         ORDER BY m.ordinal
         LIMIT relay_take.max_messages
         FOR UPDATE OF m SKIP LOCKED
     ),
-    -- By row address: a join with the candidates could hash the whole table, delivered rows too,
-    -- and a lookup by primary key descends its index once a message. A locked candidate cannot
-    -- move; one updated since this statement's snapshot (released, failed) is not found at its
-    -- address and is left for the next take.
+    -- By row address: a join with the candidates could hash the whole table, and a lookup by
+    -- primary key descends its index once a message. A locked candidate cannot move; one updated
+    -- since this statement's snapshot (released, failed) is not found at its address and is left
+    -- for the next take.
     leased AS (
         UPDATE inbox.outbox_messages o
         SET leased_by = relay_take.relay, not_before = now_ + relay_take.lease,
@@ -479,34 +497,41 @@ COMMENT ON FUNCTION inbox.relay_take(text, integer, interval, text[]) IS
     'in commit order within a key; attempt counts this delivery. Then relay_done or relay_failed.';
 
 -- relay_done, relay_failed and relay_release find their messages by primary key, whatever the
--- array's length: one generic plan from the first call, not a custom one planned at each. They
--- test "undelivered" as num_nulls(delivered_at) = 1, which the planner cannot match with the
--- undelivered index's predicate: statistics taken while few messages waited (the usual state)
--- would make that index look cheaper than the primary key, and each call would then read every
--- pending message, a batch's settling growing with the backlog.
+-- array's length: one generic plan from the first call, not a custom one planned at each; and
+-- whatever the statistics say: taken while few messages waited (the usual state), they make a
+-- scan of the whole table look cheaper, and each call would then read every pending message, a
+-- batch's settling growing with the backlog.
 CREATE FUNCTION inbox.relay_done(ids uuid[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
 AS $$
 DECLARE
+    now_ timestamptz := clock_timestamp();
     settled integer;
 BEGIN
     IF ids IS NULL THEN
         RAISE EXCEPTION 'ids must not be NULL'
         USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    -- (a dead message that a late relay did publish is delivered after all)
-    -- inbox.outbox_retention = 0 keeps no delivered message: deleted now, not updated and purged
-    -- later (the forms of zero the library's check accepts; unset, the default is 7d).
+    -- (a dead message that a late relay did publish is delivered after all; of two relays that
+    -- settle one message, the second finds it gone)
+    -- inbox.outbox_retention = 0 keeps no delivered message: deleted, not kept and purged later
+    -- (the forms of zero the library's check accepts; unset, the default is 7d).
     IF coalesce(current_setting('inbox.outbox_retention', true), '')
            ~ '^\s*0+\s*(us|ms|s|min|h|d)?\s*$' THEN
-        DELETE FROM inbox.outbox_messages m
-        WHERE m.id = ANY (ids) AND pg_catalog.num_nulls(m.delivered_at) = 1;
+        DELETE FROM inbox.outbox_messages m WHERE m.id = ANY (ids);
     ELSE
-        UPDATE inbox.outbox_messages m
-        SET delivered_at = clock_timestamp(), dead_at = NULL, leased_by = NULL
-        WHERE m.id = ANY (ids) AND pg_catalog.num_nulls(m.delivered_at) = 1;
+        WITH delivered AS (
+            DELETE FROM inbox.outbox_messages m WHERE m.id = ANY (ids)
+            RETURNING m.created_at, m.id, m.attempts, m.destination, m.key, m.last_error,
+                      m.cause_consumer, m.cause_message_id
+        )
+        INSERT INTO inbox.outbox_delivered (created_at, delivered_at, id, attempts, destination,
+                                            key, last_error, cause_consumer, cause_message_id)
+        SELECT d.created_at, now_, d.id, d.attempts, d.destination, d.key, d.last_error,
+               d.cause_consumer, d.cause_message_id
+        FROM delivered d;
     END IF;
     GET DIAGNOSTICS settled = ROW_COUNT;
     RETURN settled;
@@ -518,7 +543,7 @@ CREATE FUNCTION inbox.relay_failed(ids uuid[], error text,
                                    retry_after interval DEFAULT '10 seconds')
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
 AS $$
 DECLARE
     now_ timestamptz := clock_timestamp();
@@ -542,7 +567,7 @@ BEGIN
     UPDATE inbox.outbox_messages m
     SET last_error = left(error, 1000), leased_by = NULL, not_before = now_ + retry_after,
         dead_at = CASE WHEN m.attempts >= max_attempts THEN now_ END
-    WHERE m.id = ANY (ids) AND pg_catalog.num_nulls(m.delivered_at, m.dead_at) = 2;
+    WHERE m.id = ANY (ids) AND m.dead_at IS NULL;
     GET DIAGNOSTICS settled = ROW_COUNT;
     RETURN settled;
 END $$;
@@ -553,7 +578,7 @@ COMMENT ON FUNCTION inbox.relay_failed(uuid[], text, interval) IS
 CREATE FUNCTION inbox.relay_release(ids uuid[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
 AS $$
 DECLARE
     released integer;
@@ -567,7 +592,6 @@ BEGIN
         UPDATE inbox.outbox_messages m
         SET dead_at = NULL, attempts = 0, leased_by = NULL, not_before = clock_timestamp()
         WHERE m.id = ANY (ids) AND m.dead_at IS NOT NULL
-          AND pg_catalog.num_nulls(m.delivered_at) = 1
         RETURNING m.ordinal
     )
     SELECT count(*), min(p.ordinal) INTO released, lowest FROM pending_again p;
@@ -587,16 +611,18 @@ REVOKE ALL ON FUNCTION inbox.relay_take(text, integer, interval, text[]),
 
 CREATE VIEW inbox.outbox AS
 SELECT m.id, m.destination, m.key,
-       CASE WHEN m.delivered_at IS NOT NULL THEN 'delivered'
-            WHEN m.dead_at IS NOT NULL THEN 'dead'
+       CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
             WHEN m.leased_by IS NOT NULL AND m.not_before OPERATOR(pg_catalog.>) pg_catalog.now()
                 THEN 'leased'
             ELSE 'pending' END AS state,
-       m.attempts, m.last_error, m.created_at, m.delivered_at, m.cause_consumer,
-       m.cause_message_id, m.leased_by,
-       CASE WHEN m.delivered_at IS NULL AND m.dead_at IS NULL THEN m.not_before END AS not_before,
-       m.dead_at
-FROM inbox.outbox_messages m;
+       m.attempts, m.last_error, m.created_at, NULL::timestamptz AS delivered_at,
+       m.cause_consumer, m.cause_message_id, m.leased_by,
+       CASE WHEN m.dead_at IS NULL THEN m.not_before END AS not_before, m.dead_at
+FROM inbox.outbox_messages m
+UNION ALL
+SELECT d.id, d.destination, d.key, 'delivered', d.attempts, d.last_error, d.created_at,
+       d.delivered_at, d.cause_consumer, d.cause_message_id, NULL, NULL, NULL
+FROM inbox.outbox_delivered d;
 COMMENT ON VIEW inbox.outbox IS
     'Every outgoing message without its payload: state pending, leased, delivered or dead; '
     'not_before is the end of its lease, or when it is taken again after a failure.';
@@ -611,8 +637,7 @@ SELECT pg_catalog.count(*) FILTER (WHERE m.dead_at IS NULL) AS pending,
        pg_catalog.min(m.created_at) FILTER (WHERE m.dead_at IS NULL) AS oldest_pending_at,
        pg_catalog.now() OPERATOR(pg_catalog.-)
            pg_catalog.min(m.created_at) FILTER (WHERE m.dead_at IS NULL) AS oldest_pending_age
-FROM inbox.outbox_messages m
-WHERE m.delivered_at IS NULL;
+FROM inbox.outbox_messages m;
 COMMENT ON VIEW inbox.outbox_stats IS
     'The outbox''s lag: messages not yet delivered (pending, leased among them), dead ones, and '
     'the oldest pending one''s send time and age.';

@@ -1,11 +1,13 @@
 -- The outbox (docs/outbox.md): inbox.send writes in the caller's transaction, a relay leases,
 -- delivers and settles with relay_take, relay_done, relay_failed and relay_release.
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 CREATE FUNCTION outbox_states() RETURNS TABLE (destination text, key text, state text,
                                                attempts integer, last_error text)
 LANGUAGE sql AS $$
     SELECT o.destination, o.key, o.state, o.attempts, o.last_error
-    FROM inbox.outbox o JOIN inbox.outbox_messages m USING (id) ORDER BY m.ordinal
+    FROM inbox.outbox o LEFT JOIN inbox.outbox_messages m USING (id)
+    ORDER BY m.ordinal, o.created_at  -- the delivered ones last, in send order
 $$;
 
 -- A send returns the message's id; the message is pending with no attempt yet.
@@ -25,6 +27,7 @@ FROM inbox.send('orders', '{"order": 2}') id;
 SELECT count(DISTINCT substr(replace(id::text, '-', ''), 13)) AS distinct_random_parts
 FROM (SELECT inbox.send('orders', '{}') FROM generate_series(1, 2000)) sent (id);
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- A rollback sends nothing; a subtransaction rolled back takes its messages with it.
 BEGIN;
@@ -52,16 +55,21 @@ SELECT leased_by, not_before > now() AS lease_ends_later FROM inbox.outbox WHERE
 ORDER BY 1 LIMIT 1;
 SELECT inbox.relay_done(array_agg(id)) AS done FROM inbox.outbox WHERE state = 'leased';
 SELECT inbox.relay_done(array_agg(id)) AS done_again FROM inbox.outbox;
+-- Delivered, they left the table of undelivered messages for the record of delivered ones.
+SELECT (SELECT count(*) FROM inbox.outbox_messages) AS undelivered,
+       (SELECT count(*) FROM inbox.outbox_delivered) AS delivered;
 SELECT state, count(*), count(delivered_at) AS with_delivered_at FROM inbox.outbox GROUP BY 1 ORDER BY 1;
 SELECT pending, leased, dead, oldest_pending_at, oldest_pending_age FROM inbox.outbox_stats;
 SELECT count(*) AS taken_after_done FROM inbox.relay_take('relay-1');
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- Destinations filter what a relay takes.
 SELECT inbox.send('a', '1') IS NOT NULL AS sent, inbox.send('b', '2') IS NOT NULL AS sent;
 SELECT destination FROM inbox.relay_take('relay-b', destinations => ARRAY['b']);
 SELECT destination FROM inbox.relay_take('relay-any');
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- Send order, and one message of a key at a time: the second of key k waits for the first,
 -- messages of other keys and without a key do not.
@@ -74,6 +82,7 @@ SELECT inbox.relay_done(array_agg(id)) FROM inbox.outbox
 WHERE key = 'k' AND destination = 'd' AND state = 'leased';
 SELECT payload FROM inbox.relay_take('relay-2', 10);
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- Failed: taken again after the delay, as the next attempt, with the error kept; dead when
 -- taken inbox.outbox_max_attempts times; a dead message does not hold its key back; released,
@@ -103,6 +112,7 @@ RESET inbox.outbox_max_attempts;
 SELECT inbox.relay_done(array_agg(id)) FROM inbox.outbox WHERE state = 'leased';
 SELECT * FROM outbox_states();
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- An expired lease: the next relay that asks takes the message, as its next attempt.
 SELECT inbox.send('q', '"slow"', 'k') IS NOT NULL AS sent;
@@ -111,6 +121,7 @@ SELECT pg_sleep(0.01);
 SELECT attempt FROM inbox.relay_take('relay-2');
 SELECT leased_by, state FROM inbox.outbox;
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- Bad input: a clear error with its SQLSTATE, and nothing written.
 \set VERBOSITY sqlstate
@@ -183,22 +194,26 @@ SET ROLE regress_outbox_monitor;
 SELECT destination, state FROM inbox.outbox ORDER BY key NULLS LAST;
 SELECT pending FROM inbox.outbox_stats;
 SELECT count(*) FROM inbox.outbox_messages;
+SELECT count(*) FROM inbox.outbox_delivered;
 SELECT count(*) FROM inbox.relay_take('monitor');
 RESET ROLE;
 DROP OWNED BY regress_outbox_app, regress_outbox_relay, regress_outbox_monitor;
 DROP ROLE regress_outbox_app, regress_outbox_relay, regress_outbox_monitor;
 
--- The outgoing messages are user data: pg_dump dumps the table and its sequence.
+-- The outgoing messages are user data: pg_dump dumps the tables and the sequence.
 SELECT c::regclass AS dumped FROM pg_extension e, unnest(e.extconfig) c
 WHERE e.extname = 'inbox' AND c::regclass::text LIKE 'inbox.outbox%' ORDER BY 1;
--- Only the two partial indexes, over undelivered messages, beside the primary key.
+-- The relay's two indexes beside the primary key, and only the primary key of the delivered.
 SELECT indexrelid::regclass AS index, pg_get_expr(indpred, indrelid) AS over
-FROM pg_index WHERE indrelid = 'inbox.outbox_messages'::regclass ORDER BY 1;
+FROM pg_index WHERE indrelid IN ('inbox.outbox_messages'::regclass,
+                                 'inbox.outbox_delivered'::regclass)
+ORDER BY 1;
 
 -- inbox.send writes a message without an SQL statement into the table as the extension creates
 -- it; what a statement would do besides (a trigger, a CHECK constraint, row-level security added
 -- to the table) it still does, and the indexes have its entries whichever way it was written.
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 CREATE TABLE regress_outbox_seen (destination text);
 CREATE FUNCTION regress_outbox_note() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -221,12 +236,13 @@ ALTER TABLE inbox.outbox_messages DROP CONSTRAINT regress_outbox_no_spam;
 SELECT inbox.send('spam', '{}') IS NOT NULL AS sent_without_the_constraint;
 SET enable_seqscan = off;
 SELECT destination, key FROM inbox.outbox_messages
-WHERE destination IN ('with trigger', 'without trigger') AND key = 'k' AND delivered_at IS NULL
+WHERE destination IN ('with trigger', 'without trigger') AND key = 'k'
 ORDER BY destination;
-SELECT destination FROM inbox.outbox_messages WHERE delivered_at IS NULL ORDER BY ordinal;
+SELECT destination FROM inbox.outbox_messages ORDER BY ordinal;
 RESET enable_seqscan;
 DROP TABLE regress_outbox_seen;
 DROP FUNCTION regress_outbox_note();
 
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 DROP FUNCTION outbox_states();

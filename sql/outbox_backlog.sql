@@ -3,10 +3,11 @@
 -- every pending message, whatever statistics the planner has. The statistics here are the usual
 -- ones, taken while few messages waited; then a backlog arrives. The table starts empty of
 -- dead rows too (those of earlier tests would take the room that HOT updates use).
-TRUNCATE inbox.outbox_messages;
+TRUNCATE inbox.outbox_messages, inbox.outbox_delivered;
 SELECT count(inbox.send('orders', '{}')) FROM generate_series(1, 3000);
-UPDATE inbox.outbox_messages SET delivered_at = clock_timestamp()
-WHERE ordinal NOT IN (SELECT max(ordinal) FROM inbox.outbox_messages);
+SELECT inbox.relay_done(ARRAY(SELECT id FROM inbox.outbox_messages
+                              WHERE ordinal NOT IN (SELECT max(ordinal)
+                                                    FROM inbox.outbox_messages))) AS delivered;
 ANALYZE inbox.outbox_messages;
 SELECT count(inbox.send('orders', '{}', CASE WHEN g % 10 = 0 THEN 'k-' || g % 50 END))
 FROM generate_series(1, 2000) g;
@@ -62,3 +63,4 @@ FROM relay_call($$SELECT inbox.relay_release(ARRAY(SELECT id FROM taken))$$);
 DROP TABLE taken;
 DROP FUNCTION relay_call(text);
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;

@@ -1,6 +1,7 @@
 -- The cause of an outgoing message (docs/outbox.md): the latest claim the sending transaction
 -- holds, (consumer, message id), or NULLs.
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 CREATE FUNCTION sent_causes() RETURNS TABLE (payload jsonb, cause_consumer text,
                                              cause_message_id text)
 LANGUAGE sql AS $$
@@ -115,4 +116,5 @@ DROP ROLE regress_outbox_monitor;
 -- Only the extension's owner may ask (inbox.send does, as its owner).
 SELECT has_function_privilege('public', 'inbox.claimed_cause()', 'EXECUTE') AS public_may_ask;
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 DROP FUNCTION sent_causes(), send_payload(jsonb);

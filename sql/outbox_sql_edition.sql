@@ -3,6 +3,7 @@
 -- same rows, the same message id layout and the same lock per (destination, key). A change to
 -- either that the other does not follow fails here.
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 
 -- What one send does: the row it wrote, or its error.
 CREATE FUNCTION send_outcome(edition text, destination text, payload jsonb, payload_bytes bytea,
@@ -38,7 +39,7 @@ BEGIN
                              '0'))
     INTO sent
     FROM inbox.outbox_messages m WHERE m.id = sent_id
-      AND m.delivered_at IS NULL AND m.dead_at IS NULL AND m.leased_by IS NULL;
+      AND m.dead_at IS NULL AND m.leased_by IS NULL;
     RETURN sent;
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
@@ -135,5 +136,6 @@ RESET search_path;
 DROP SCHEMA regress_edition_path CASCADE;
 
 DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
 DROP FUNCTION send_outcome(text, text, jsonb, bytea, text, jsonb, boolean);
 DROP FUNCTION advisory_locks();

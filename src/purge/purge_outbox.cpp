@@ -20,8 +20,8 @@ namespace {
 
 MarkerStatement delete_delivered = {
     .sql =
-        "DELETE FROM inbox.outbox_messages m WHERE m.id OPERATOR(pg_catalog.=) ANY (ARRAY("
-        "SELECT o.id FROM inbox.outbox_messages o "
+        "DELETE FROM inbox.outbox_delivered m WHERE m.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+        "SELECT o.id FROM inbox.outbox_delivered o "
         "WHERE o.id OPERATOR(pg_catalog.>) $1 AND o.id OPERATOR(pg_catalog.<) $2 "
         "AND o.delivered_at OPERATOR(pg_catalog.<) $3 "
         "ORDER BY o.id LIMIT $4)) RETURNING m.id",

@@ -1,6 +1,6 @@
-// Deleting delivered outgoing messages (inbox.outbox_messages) once inbox.outbox_retention has
+// Deleting delivered outgoing messages (inbox.outbox_delivered) once inbox.outbox_retention has
 // passed since their delivery, a batch at a time, within the purge's batches (purge.hpp).
-// Undelivered messages, dead ones included, are never deleted.
+// Undelivered messages (inbox.outbox_messages), dead ones included, are never deleted.
 #pragma once
 
 extern "C" {

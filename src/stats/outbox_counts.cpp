@@ -2,7 +2,7 @@
 // messages not delivered and not dead, and the send time of the oldest, read by inbox.stats.
 // Read as the tables' owner, as marker_counts.cpp reads the markers: the view reads no table
 // itself, which Citus would plan apart with the reader's own privileges (a statement that joins
-// it with the registry, a reference table). The partial index of undelivered messages serves it.
+// it with the registry, a reference table). Their table holds no delivered message.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -20,7 +20,7 @@ namespace {
 MarkerStatement pending_by_cause = {
     .sql =
         "SELECT o.cause_consumer, pg_catalog.count(*), pg_catalog.min(o.created_at) "
-        "FROM inbox.outbox_messages o WHERE o.delivered_at IS NULL AND o.dead_at IS NULL "
+        "FROM inbox.outbox_messages o WHERE o.dead_at IS NULL "
         "GROUP BY o.cause_consumer",
     .nargs = 0,
     .argtypes = {},

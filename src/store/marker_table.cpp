@@ -109,7 +109,7 @@ bool lock_store_for_purge() {
 }
 
 bool lock_outbox_for_purge() {
-    return OidIsValid(find_inbox_relation("outbox_messages", RowExclusiveLock));
+    return OidIsValid(find_inbox_relation("outbox_delivered", RowExclusiveLock));
 }
 
 CallerIdentity become_store_owner(const MarkerStore* store) {

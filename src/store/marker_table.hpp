@@ -50,8 +50,9 @@ Oid find_inbox_relation(const char* name, LOCKMODE mode);
 // extension is gone. Never resolved through the search_path.
 bool lock_store_for_purge();
 
-// Locks the outbox's table (inbox.outbox_messages, 1.3) for a purge batch, after the store
-// (lock_store_for_purge): false when the database has none (an extension not updated to 1.3).
+// Locks the delivered outgoing messages' table (inbox.outbox_delivered, 1.3) for a purge batch,
+// after the store (lock_store_for_purge): false when the database has none (an extension not
+// updated to 1.3).
 bool lock_outbox_for_purge();
 
 // The caller's identity, set aside while the store's owner acts.

@@ -36,16 +36,31 @@ void forget_target(Oid relid) {
 }
 
 // The columns as the extension creates them, in this order.
-constexpr int outbox_columns = 16;
+enum OutboxColumn {
+    ordinal_column,
+    created_at_column,
+    not_before_column,
+    dead_at_column,
+    id_column,
+    attempts_column,
+    destination_column,
+    key_column,
+    leased_by_column,
+    headers_column,
+    payload_column,
+    payload_bytes_column,
+    last_error_column,
+    cause_consumer_column,
+    cause_message_id_column,
+    outbox_columns
+};
 const char* const column_names[outbox_columns] = {
-    "ordinal",       "created_at", "not_before",     "delivered_at",
-    "dead_at",       "id",         "attempts",       "destination",
-    "key",           "leased_by",  "headers",        "payload",
-    "payload_bytes", "last_error", "cause_consumer", "cause_message_id"};
+    "ordinal",  "created_at",    "not_before", "dead_at",        "id",
+    "attempts", "destination",   "key",        "leased_by",      "headers",
+    "payload",  "payload_bytes", "last_error", "cause_consumer", "cause_message_id"};
 const Oid column_types[outbox_columns] = {
-    INT8OID,  TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, UUIDOID,
-    INT4OID,  TEXTOID,        TEXTOID,        TEXTOID,        JSONBOID,       JSONBOID,
-    BYTEAOID, TEXTOID,        TEXTOID,        TEXTOID};
+    INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
+    TEXTOID, JSONBOID,       JSONBOID,       BYTEAOID,       TEXTOID, TEXTOID, TEXTOID};
 
 const OutboxTarget* outbox_target() {
     if (cached_target.found) return &cached_target;
@@ -67,22 +82,22 @@ void fill_row(TupleTableSlot* row, int64 ordinal, const Datum values[outgoing_va
     Datum* column = row->tts_values;
     bool* null = row->tts_isnull;
     for (int i = 0; i < outbox_columns; i++) null[i] = true;
-    auto set = [&](int i, Datum value, bool is_null) {
+    auto set = [&](OutboxColumn i, Datum value, bool is_null) {
         column[i] = value;
         null[i] = is_null;
     };
-    set(0, Int64GetDatum(ordinal), false);
-    set(1, values[sent_at_value], false);
-    set(2, values[sent_at_value], false);
-    set(5, values[id_value], false);
-    set(6, Int32GetDatum(0), false);
-    set(7, values[destination_value], false);
-    set(8, values[key_value], nulls[key_value]);
-    set(10, values[headers_value], nulls[headers_value]);
-    set(11, values[payload_value], nulls[payload_value]);
-    set(12, values[payload_bytes_value], nulls[payload_bytes_value]);
-    set(14, values[cause_consumer_value], nulls[cause_consumer_value]);
-    set(15, values[cause_message_id_value], nulls[cause_message_id_value]);
+    set(ordinal_column, Int64GetDatum(ordinal), false);
+    set(created_at_column, values[sent_at_value], false);
+    set(not_before_column, values[sent_at_value], false);
+    set(id_column, values[id_value], false);
+    set(attempts_column, Int32GetDatum(0), false);
+    set(destination_column, values[destination_value], false);
+    set(key_column, values[key_value], nulls[key_value]);
+    set(headers_column, values[headers_value], nulls[headers_value]);
+    set(payload_column, values[payload_value], nulls[payload_value]);
+    set(payload_bytes_column, values[payload_bytes_value], nulls[payload_bytes_value]);
+    set(cause_consumer_column, values[cause_consumer_value], nulls[cause_consumer_value]);
+    set(cause_message_id_column, values[cause_message_id_value], nulls[cause_message_id_value]);
     ExecStoreVirtualTuple(row);
 }
 

@@ -50,12 +50,12 @@ fill() {
             -c "INSERT INTO bench_outbox (payload) SELECT '$payload' FROM generate_series(1, $count)"
     else
         # The relay's retention (a setting only a superuser sets): its role's.
-        backend_instructions server_psql -c "TRUNCATE inbox.outbox_messages" \
+        backend_instructions server_psql -c "TRUNCATE inbox.outbox_messages, inbox.outbox_delivered" \
             -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $count)" \
             -c "ALTER ROLE bench_relay SET inbox.outbox_retention = '${side#retention-}'"
     fi >/dev/null
     # Each side starts from the same state: the filled table vacuumed, its statistics taken.
-    backend_instructions server_psql -c "VACUUM ANALYZE inbox.outbox_messages, bench_outbox" \
+    backend_instructions server_psql -c "VACUUM ANALYZE inbox.outbox_messages, inbox.outbox_delivered, bench_outbox" \
         >/dev/null
 }
 

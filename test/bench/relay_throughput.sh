@@ -82,7 +82,7 @@ client_ticks() {
 # messages per second. The relay's progress is read from its own lines, not by querying the
 # database, which would count in its CPU and slow it.
 fill_inbox_outbox() {
-    cluster_psql -c "TRUNCATE inbox.outbox_messages" \
+    cluster_psql -c "TRUNCATE inbox.outbox_messages, inbox.outbox_delivered" \
         -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $messages)" \
         >/dev/null
 }

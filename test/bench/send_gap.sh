@@ -6,7 +6,7 @@
 # key of 100:
 #   insert    the application's outbox table, its primary key only (send_vs_insert.sh's)
 #   indexed   a table with the outbox's columns that the indexes read, an ordinal from a
-#             sequence and the outbox's two partial indexes (undelivered in order; head of a key)
+#             sequence and the relay's two indexes (messages in order; head of a key, partial)
 #   notified  indexed, and NOTIFY at commit (pg_notify in the same statement)
 #   locked    notified, and the key's transaction-level advisory lock: all that a send does,
 #             written in SQL
@@ -65,13 +65,11 @@ CREATE TABLE app_outbox (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
 CREATE SEQUENCE app_outbox_ordinal;
 CREATE TABLE app_outbox_indexed (ordinal bigint NOT NULL DEFAULT nextval('app_outbox_ordinal'),
                                  created_at timestamptz NOT NULL DEFAULT now(),
-                                 delivered_at timestamptz,
                                  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
                                  destination text NOT NULL, key text, headers jsonb,
                                  payload jsonb);
-CREATE INDEX ON app_outbox_indexed (ordinal) WHERE delivered_at IS NULL;
-CREATE INDEX ON app_outbox_indexed (destination, key, ordinal)
-    WHERE delivered_at IS NULL AND key IS NOT NULL;
+CREATE INDEX ON app_outbox_indexed (ordinal);
+CREATE INDEX ON app_outbox_indexed (destination, key, ordinal) WHERE key IS NOT NULL;
 SQL
 steps=(indexed notified locked send)
 for commit in on off; do

@@ -121,7 +121,7 @@ start_peer_outbox() {
 }
 
 clean_outboxes() {
-    sql postgres "DELETE FROM inbox.outbox_messages" >/dev/null
+    sql postgres "DELETE FROM inbox.outbox_messages; DELETE FROM inbox.outbox_delivered" >/dev/null
     sql postgres "TRUNCATE outbox" >/dev/null
     cluster_psql -c "VACUUM ANALYZE" >/dev/null
     advance_slots

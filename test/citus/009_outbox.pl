@@ -19,23 +19,22 @@ sub outbox_placement
 {
 	return $coordinator->safe_psql('postgres', q{
 		SELECT (SELECT count(*) FROM pg_dist_partition
-		        WHERE logicalrelid = 'inbox.outbox_messages'::regclass) || ':'
-		    || (SELECT count(*) FROM inbox.outbox_messages)});
+		        WHERE logicalrelid IN ('inbox.outbox_messages'::regclass,
+		                               'inbox.outbox_delivered'::regclass)) || ':'
+		    || (SELECT count(*) FROM inbox.outbox)});
 }
 
 sub outbox_states
 {
 	return $coordinator->safe_psql('postgres', q{
-		SELECT string_agg(m.payload ->> 'order' || ':' || o.state || ':' || o.attempts, ' '
-		                  ORDER BY m.ordinal)
-		FROM inbox.outbox o JOIN inbox.outbox_messages m USING (id)});
+		SELECT string_agg(o.key || ':' || o.state || ':' || o.attempts, ' ' ORDER BY o.key)
+		FROM inbox.outbox o});
 }
 
 sub ids_of
 {
 	my ($orders) = @_;
-	return qq{(SELECT array_agg(id) FROM inbox.outbox_messages
-	           WHERE payload ->> 'order' IN ($orders))};
+	return qq{(SELECT array_agg(id) FROM inbox.outbox WHERE key IN ($orders))};
 }
 
 # A message sent before the markers are distributed stays where it is.
@@ -106,13 +105,16 @@ is(outbox_placement(), '0:2', 'and so does distributing the markers again');
 # processed now, and the pending message stay. Both messages made two hours old: their ids
 # UUIDv7s of that time, as inbox.send makes them.
 $coordinator->safe_psql('postgres', q{
+	CREATE FUNCTION two_hours_old() RETURNS uuid LANGUAGE sql
+	AS $$ SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+	          PLACING substring(int8send(floor(extract(epoch FROM now() - interval '2 hours')
+	                                           * 1000)::bigint) FROM 3) FROM 1 FOR 6),
+	          52, 1), 53, 1), 'hex')::uuid $$;
 	UPDATE inbox.outbox_messages
-	SET created_at = now() - interval '2 hours',
-	    delivered_at = CASE WHEN delivered_at IS NOT NULL THEN now() - interval '1 hour' END,
-	    id = encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
-	             PLACING substring(int8send(floor(extract(epoch FROM now() - interval '2 hours')
-	                                              * 1000)::bigint) FROM 3) FROM 1 FOR 6),
-	             52, 1), 53, 1), 'hex')::uuid;
+	SET created_at = now() - interval '2 hours', id = two_hours_old();
+	UPDATE inbox.outbox_delivered
+	SET created_at = now() - interval '2 hours', delivered_at = now() - interval '1 hour',
+	    id = two_hours_old();
 });
 insert_markers($coordinator, 'old', 20, '1 hour');
 is( $coordinator->safe_psql('postgres', q{

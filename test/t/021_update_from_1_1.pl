@@ -83,7 +83,7 @@ is( $node->safe_psql('shop', q{
 		                   WHERE e.extname = 'inbox' AND c = 0)
 		   AND (SELECT string_agg(c::regclass::text, ' ' ORDER BY c::regclass::text)
 		        FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'inbox')
-		       = 'inbox.consumer_registry inbox.marker_details inbox.markers inbox.outbox_messages inbox.outbox_ordinal inbox.stream_positions'}),
+		       = 'inbox.consumer_registry inbox.marker_details inbox.markers inbox.outbox_delivered inbox.outbox_messages inbox.outbox_ordinal inbox.stream_positions'}),
 	't', 'the sequence is gone, and so is its entry among the tables pg_dump dumps');
 
 # What a database must still answer after the update, and after its restore. $label says which.

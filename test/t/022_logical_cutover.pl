@@ -53,7 +53,7 @@ $publisher->safe_psql('shop', q{
 is( $publisher->safe_psql('shop', q{
 		SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_publication_tables
 		WHERE pubname = 'everything' AND schemaname = 'inbox'}),
-	'consumer_registry marker_details markers outbox_messages outbox_scan_floor stream_positions',
+	'consumer_registry marker_details markers outbox_delivered outbox_messages outbox_scan_floor stream_positions',
 	'a publication FOR ALL TABLES holds the tables of the extension, the outbox and the streams among them');
 $publisher->safe_psql('shop', 'DROP PUBLICATION everything');
 

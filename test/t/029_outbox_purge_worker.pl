@@ -16,25 +16,25 @@ EOF_CONF
 $node->safe_psql('postgres', 'CREATE DATABASE shop');
 $node->safe_psql('shop', 'CREATE EXTENSION inbox');
 
-# $count messages in state $state, sent $sent ago (their ids a UUIDv7 of then, as inbox.send
-# makes them), delivered $delivered ago (NULL: not delivered).
+# $count messages labelled $label (their key) in state $state, sent $sent ago (their ids a UUIDv7
+# of then, as inbox.send makes them), delivered $delivered ago (undef: not delivered).
 sub old_messages
 {
-	my ($payload, $count, $sent, $delivered, $state) = @_;
+	my ($label, $count, $sent, $delivered, $state) = @_;
 	$state //= 'pending';
-	my $delivered_at = defined $delivered ? "now() - interval '$delivered'" : 'NULL';
-	$node->safe_psql('shop', qq{
-		INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, delivered_at,
-		                                   dead_at, leased_by, id, destination, payload)
-		SELECT nextval('inbox.outbox_ordinal'), now() - interval '$sent',
-		       now() + interval '1 hour', $delivered_at,
-		       CASE WHEN '$state' = 'dead' THEN now() END,
-		       CASE WHEN '$state' = 'leased' THEN 'relay-1' END,
-		       encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+	my $id = qq{encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
 		           PLACING substring(int8send(floor(extract(epoch FROM now() - interval '$sent')
 		                                            * 1000)::bigint) FROM 3)
-		           FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
-		       'orders', '"$payload"'
+		           FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid};
+	$node->safe_psql('shop', defined $delivered ? qq{
+		INSERT INTO inbox.outbox_delivered (created_at, delivered_at, id, attempts, destination, key)
+		SELECT now() - interval '$sent', now() - interval '$delivered', $id, 1, 'orders', '$label'
+		FROM generate_series(1, $count)} : qq{
+		INSERT INTO inbox.outbox_messages (ordinal, created_at, not_before, dead_at, leased_by, id,
+		                                   destination, key, payload)
+		SELECT nextval('inbox.outbox_ordinal'), now() - interval '$sent', now() + interval '1 hour',
+		       CASE WHEN '$state' = 'dead' THEN now() END,
+		       CASE WHEN '$state' = 'leased' THEN 'relay-1' END, $id, 'orders', '$label', '{}'
 		FROM generate_series(1, $count)});
 }
 
@@ -46,7 +46,7 @@ old_messages('leased', 5, '30 days', undef, 'leased');
 old_messages('dead', 5, '30 days', undef, 'dead');
 
 ok( $node->poll_query_until('shop',
-		q{SELECT count(*) = 0 FROM inbox.outbox_messages WHERE payload = '"expired"'}),
+		q{SELECT count(*) = 0 FROM inbox.outbox WHERE key = 'expired'}),
 	'the workers delete the messages delivered before inbox.outbox_retention');
 $node->wait_for_log(
 	qr/inbox purge worker of database "shop" deleted \d+ delivered outgoing messages/,
@@ -54,9 +54,9 @@ $node->wait_for_log(
 pass('the deletions are logged');
 ok(wait_for_next_cycle($node, 'shop', 'shop'), 'another whole cycle ran');
 is( $node->safe_psql('shop',
-		q{SELECT string_agg(payload #>> '{}' || ':' || n, ' ' ORDER BY payload #>> '{}')
-		  FROM (SELECT payload, count(*) n FROM inbox.outbox_messages GROUP BY 1) c}),
-	'dead:5 leased:5 pending:5 recent:10',
+		q{SELECT string_agg(key || ':' || state || ':' || n, ' ' ORDER BY key)
+		  FROM (SELECT key, state, count(*) n FROM inbox.outbox GROUP BY 1, 2) c}),
+	'dead:dead:5 leased:leased:5 pending:pending:5 recent:delivered:10',
 	'undelivered messages, whatever their age, and recently delivered ones stay');
 is($node->safe_psql('shop', "SELECT total_deleted FROM inbox.workers WHERE database = 'shop'"),
 	'0', 'inbox.workers counts markers only');

@@ -1,4 +1,4 @@
-# The outbox is user data: pending, leased and dead messages and the send order survive
+# The outbox is user data: delivered, pending, leased and dead messages and the send order survive
 # pg_dump/pg_restore (a send after the restore goes out after the restored messages of its key);
 # committed sends survive a crash and an uncommitted one leaves nothing; a standby refuses to
 # send or lease at once (25006) and reads inbox.outbox.
@@ -13,6 +13,8 @@ my $node = inbox_node('outbox_primary', '', allows_streaming => 1);
 $node->safe_psql('postgres', 'CREATE DATABASE source');
 $node->safe_psql('source', q{
 	CREATE EXTENSION inbox;
+	SELECT inbox.send('done', '"delivered"', 'delivered');
+	SELECT inbox.relay_done(array_agg(id)) FROM inbox.relay_take('relay-1', 10, destinations => ARRAY['done']);
 	SELECT inbox.send('d', '"k-1"', 'k'), inbox.send('d', '"k-2"', 'k');
 	SELECT inbox.send('leased', '"leased"'), inbox.send('dead', '"dead"');
 	SELECT count(*) FROM inbox.relay_take('relay-1', 10, '1 day', ARRAY['leased']);
@@ -20,10 +22,14 @@ $node->safe_psql('source', q{
 	SELECT inbox.relay_failed(array_agg(id), 'refused')
 	FROM inbox.relay_take('relay-1', 10, destinations => ARRAY['dead']);
 });
-my $states = q{SELECT string_agg(payload #>> '{}' || ':' || o.state || ':' || o.attempts, ' '
-	ORDER BY m.ordinal) FROM inbox.outbox_messages m JOIN inbox.outbox o USING (id)};
+# (a delivered message keeps its key, not its payload)
+my $states = q{SELECT string_agg(coalesce(m.payload #>> '{}', o.key) || ':' || o.state || ':'
+	|| o.attempts, ' ' ORDER BY m.ordinal NULLS FIRST)
+	FROM inbox.outbox o LEFT JOIN inbox.outbox_messages m USING (id)};
 my $before = $node->safe_psql('source', $states);
-is($before, 'k-1:pending:0 k-2:pending:0 leased:leased:1 dead:dead:1', 'the messages to dump');
+is( $before,
+	'delivered:delivered:1 k-1:pending:0 k-2:pending:0 leased:leased:1 dead:dead:1',
+	'the messages to dump');
 
 # ---- pg_dump and pg_restore -------------------------------------------------------------------
 my $dump = "${PostgreSQL::Test::Utils::tmp_check}/outbox.dump";
@@ -33,7 +39,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE restored');
 $node->command_ok([ 'pg_restore', '--exit-on-error', '--dbname', $node->connstr('restored'),
 		$dump ], 'pg_restore');
 is($node->safe_psql('restored', $states), $before,
-	'pending, leased and dead messages restored with their attempts, in send order');
+	'delivered, pending, leased and dead messages restored with their attempts, in send order');
 is( $node->safe_psql('restored',
 		q{SELECT string_agg(leased_by || ':' || (not_before > now()), ' ') FROM inbox.outbox
 		  WHERE state = 'leased'}),
