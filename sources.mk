@@ -70,4 +70,5 @@ INBOX_SOURCES = \
 	src/drop/citus_drop.cpp \
 	src/outbox/message_id.cpp \
 	src/outbox/send.cpp \
+	src/outbox/relay_on_coordinator.cpp \
 	src/module.cpp

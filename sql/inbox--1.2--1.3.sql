@@ -392,6 +392,16 @@ SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.send(text, jso
 SELECT inbox.grant_execute_like('inbox.claim(text, text)',
                                 'inbox.send_bytes(text, bytea, text, jsonb)');
 
+-- The relay's functions fail at once on a worker node of a Citus cluster, whose own outbox no send
+-- fills (src/outbox/relay_on_coordinator.cpp). Not PUBLIC: they call it as the extension's owner.
+CREATE FUNCTION inbox.relay_on_coordinator(function text)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'inbox_relay_on_coordinator';
+COMMENT ON FUNCTION inbox.relay_on_coordinator(text) IS
+    'Fails (55000) on a Citus worker node: the relay''s functions run on the coordinator.';
+REVOKE ALL ON FUNCTION inbox.relay_on_coordinator(text) FROM PUBLIC;
+
 -- The relay protocol: take (a lease), then done or failed. Relays side by side take disjoint
 -- messages (SKIP LOCKED, and the lease that the taking transaction commits). A keyed message is
 -- taken only when it is the head of its key, the earliest undelivered one that is not dead: one
@@ -416,6 +426,7 @@ DECLARE
     lowest bigint;
     handed_out bigint;
 BEGIN
+    PERFORM inbox.relay_on_coordinator('inbox.relay_take()');
     IF relay IS NULL OR max_messages IS NULL OR lease IS NULL THEN
         RAISE EXCEPTION 'relay, max_messages and lease must not be NULL'
         USING ERRCODE = 'null_value_not_allowed',
@@ -510,6 +521,7 @@ DECLARE
     now_ timestamptz := clock_timestamp();
     settled integer;
 BEGIN
+    PERFORM inbox.relay_on_coordinator('inbox.relay_done()');
     IF ids IS NULL THEN
         RAISE EXCEPTION 'ids must not be NULL'
         USING ERRCODE = 'null_value_not_allowed';
@@ -550,6 +562,7 @@ DECLARE
     max_attempts integer;
     settled integer;
 BEGIN
+    PERFORM inbox.relay_on_coordinator('inbox.relay_failed()');
     IF ids IS NULL OR retry_after IS NULL THEN
         RAISE EXCEPTION 'ids and retry_after must not be NULL'
         USING ERRCODE = 'null_value_not_allowed';
@@ -584,6 +597,7 @@ DECLARE
     released integer;
     lowest bigint;
 BEGIN
+    PERFORM inbox.relay_on_coordinator('inbox.relay_release()');
     IF ids IS NULL THEN
         RAISE EXCEPTION 'ids must not be NULL'
         USING ERRCODE = 'null_value_not_allowed';

@@ -197,6 +197,11 @@ SELECT count(*) FROM inbox.outbox_messages;
 SELECT count(*) FROM inbox.outbox_delivered;
 SELECT count(*) FROM inbox.relay_take('monitor');
 RESET ROLE;
+-- The relay's functions check first that this is no Citus worker node: nothing to refuse on one
+-- node; not for PUBLIC.
+SELECT inbox.relay_on_coordinator('inbox.relay_take()');
+SELECT has_function_privilege('public', 'inbox.relay_on_coordinator(text)', 'EXECUTE')
+    AS public_may_call;
 DROP OWNED BY regress_outbox_app, regress_outbox_relay, regress_outbox_monitor;
 DROP ROLE regress_outbox_app, regress_outbox_relay, regress_outbox_monitor;
 

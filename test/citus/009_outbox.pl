@@ -3,7 +3,8 @@
 # transaction that applies a message (its marker on a worker) and sends commits both or neither,
 # the message recording its cause; relays take, settle and release there, inbox.stats and
 # inbox.outbox show it, and one CALL inbox.purge() deletes the expired markers on the shards and
-# the delivered messages. A send on a worker node, whose own outbox no relay reads, is refused.
+# the delivered messages. A send on a worker node, whose own outbox no relay reads, is refused, and
+# so are the relay's calls there.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -161,5 +162,21 @@ is( $coordinator->safe_psql('postgres',
 	't', 'the same function in a transaction block, which Citus does not delegate, sends on the '
 	  . 'coordinator');
 is(outbox_states(), '40:pending:0 43:pending:0', 'where the relays take it');
+
+# A relay pointed at a worker node would read that node's own outbox, which no send fills, and
+# report no lag: its calls are refused there, each naming itself.
+for my $call (
+	q{SELECT * FROM inbox.relay_take('relay-1')},
+	q{SELECT inbox.relay_done('{}')},
+	q{SELECT inbox.relay_failed('{}', 'down')},
+	q{SELECT inbox.relay_release('{}')})
+{
+	my ($function) = $call =~ /(inbox\.relay_\w+)/;
+	like(psql_error($workers[1], $call),
+		qr/^55000: \Q$function\E\(\) cannot run on a Citus worker node/,
+		"$function is refused on a worker node");
+}
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM inbox.relay_take('relay-1')}),
+	'2', 'and runs on the coordinator');
 
 done_testing();
