@@ -39,9 +39,13 @@
 #                                   a cluster of $single_user_bindir in DIR (see cluster_start)
 #                                   whose postmaster runs under callgrind: each backend it forks
 #                                   writes its profile to DIR/profiles when it exits
-#   backend_instructions COMMAND ...
-#                                   runs COMMAND, a client of that cluster, and prints the
-#                                   instructions of the busiest backend that served it
+#   backend_instructions APPLICATION COMMAND ...
+#                                   runs COMMAND, a client of that cluster whose connections
+#                                   are named APPLICATION (PGAPPNAME, or its own
+#                                   application_name; no spaces), and prints the instructions
+#                                   of the busiest backend of that name, found by its
+#                                   disconnection's line in DIR/server.log: never a backend of
+#                                   another command, one still writing its profile say
 
 single_user_bench_start() {
     work=$(mktemp -d "${TMPDIR:-/tmp}/inbox-bench.XXXXXX")
@@ -132,6 +136,9 @@ callgrind_cluster_start() {
         echo "listen_addresses = ''"
         echo "unix_socket_directories = '$dir'"
         echo "autovacuum = off"  # no worker comes and goes between two counts
+        # (backend_instructions finds its backends by these lines: process id, application)
+        echo "log_disconnections = on"
+        echo "log_line_prefix = '%p %a '"
         printf '%s\n' "$@"
     } >>"$dir/data/postgresql.conf"
     cat >"$dir/postgres" <<SCRIPT
@@ -145,19 +152,24 @@ SCRIPT
 }
 
 backend_instructions() {
-    local profiles=$callgrind_cluster_dir/profiles postmaster processes profile
+    local application=$1 log=$callgrind_cluster_dir/server.log postmaster processes offset
+    shift
     postmaster=$(head -1 "$callgrind_cluster_dir/data/postmaster.pid")
     processes=$(pgrep -c -P "$postmaster")
-    find "$profiles" -name '*.out' >"$callgrind_cluster_dir/before"
-    "$@" >"$callgrind_cluster_dir/client.log" 2>&1 ||
+    offset=$(stat -c %s "$log")
+    PGAPPNAME=$application "$@" >"$callgrind_cluster_dir/client.log" 2>&1 ||
         { cat "$callgrind_cluster_dir/client.log" >&2; return 1; }
-    # Each backend writes its profile as it exits, after its client is gone. A client may have
-    # had more than one connection (pgbench's first one only looks at the server): wait until
-    # the postmaster has only the processes it had before, and take the largest count.
+    # Each backend logs its disconnection and then writes its profile as it exits, after its
+    # client is gone. A client may have had more than one connection (pgbench's first one only
+    # looks at the server): wait until the postmaster has only the processes it had before, and
+    # take the largest count of the backends of that name.
     until (($(pgrep -c -P "$postmaster") <= processes)); do sleep 0.1; done
-    find "$profiles" -name '*.out' | sort | comm -13 <(sort "$callgrind_cluster_dir/before") - |
-        while read -r profile; do
-            until grep -q '^totals:' "$profile"; do sleep 0.1; done
+    tail -c +$((offset + 1)) "$log" |
+        awk -v name="$application" '$2 == name && / disconnection: / { print $1 }' |
+        while read -r pid; do
+            local profile=$callgrind_cluster_dir/profiles/$pid.out
+            until [ -f "$profile" ] && grep -q '^totals:' "$profile"; do sleep 0.1; done
             sed -n 's/^summary: \([0-9]*\).*/\1/p' "$profile"
-        done | sort -n | tail -1
+        done | sort -n | tail -1 | grep . ||
+        { echo "no backend named $application disconnected" >&2; return 1; }
 }

@@ -5,7 +5,7 @@
 # both publishing to RabbitMQ with confirms in batches of B, the server under callgrind
 # (callgrind.sh's callgrind_cluster_start): figures that the machine's load does not change. Each
 # side runs twice over a filled outbox, N and WARM messages, and the instructions of its
-# backend's whole life (the backend found by its disconnection's line in the server's log) give
+# backend's whole life (callgrind.sh's backend_instructions) give
 # per message (I(N) - I(WARM)) / (N - WARM): the connection's start and its first plans cancel
 # out. inbox-relay's role has 'relay' access and not 'monitor': it reads no
 # lag (a query once a second, whose count would follow the slowed server's clock).
@@ -23,8 +23,7 @@ single_user_bench_start
 trap 'rabbitmq_stop; as_cluster_user "$single_user_bindir/pg_ctl" -D "$work/server/data" -m immediate \
     -w stop >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 callgrind_cluster_start "$work/server" "synchronous_commit = off" \
-    "shared_preload_libraries = 'inbox'" "inbox.purge_worker = off" "log_disconnections = on" \
-    "log_line_prefix = '%p %a '"
+    "shared_preload_libraries = 'inbox'" "inbox.purge_worker = off"
 rabbitmq_start "$work/rabbitmq" >/dev/null
 baselines=$work/relay_baselines
 g++ -std=c++20 -O2 -isystem "$(pg_config --includedir)" -I "$source_dir/src" \
@@ -35,7 +34,7 @@ server_psql() {
         -U postgres -d postgres "$@"
 }
 payload='{"type": "OrderPaid", "order": 41, "amount": 20, "note": "a message of about 100 bytes"}'
-backend_instructions server_psql >/dev/null <<SQL
+backend_instructions setup server_psql >/dev/null <<SQL
 CREATE EXTENSION inbox;
 CREATE ROLE bench_relay LOGIN;
 SELECT inbox.grant_access('bench_relay', 'relay');
@@ -46,32 +45,17 @@ rabbitmq_purge_sink bench >/dev/null
 fill() {
     local side=$1 count=$2
     if [ "$side" = hand ]; then
-        backend_instructions server_psql -c "TRUNCATE bench_outbox" \
+        backend_instructions fill server_psql -c "TRUNCATE bench_outbox" \
             -c "INSERT INTO bench_outbox (payload) SELECT '$payload' FROM generate_series(1, $count)"
     else
         # The relay's retention (a setting only a superuser sets): its role's.
-        backend_instructions server_psql -c "TRUNCATE inbox.outbox_messages, inbox.outbox_delivered" \
+        backend_instructions fill server_psql -c "TRUNCATE inbox.outbox_messages, inbox.outbox_delivered" \
             -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $count)" \
             -c "ALTER ROLE bench_relay SET inbox.outbox_retention = '${side#retention-}'"
     fi >/dev/null
     # Each side starts from the same state: the filled table vacuumed, its statistics taken.
-    backend_instructions server_psql -c "VACUUM ANALYZE inbox.outbox_messages, inbox.outbox_delivered, bench_outbox" \
+    backend_instructions fill server_psql -c "VACUUM ANALYZE inbox.outbox_messages, inbox.outbox_delivered, bench_outbox" \
         >/dev/null
-}
-
-# The instructions of the backend that served the connection named APPLICATION, once the
-# command ran.
-named_backend_instructions() {
-    local application=$1 pid profile
-    shift
-    "$@"
-    until pid=$(awk -v name="$application" '$2 == name && / disconnection: / { print $1 }' \
-                    "$work/server/server.log") && [ -n "$pid" ]; do
-        sleep 0.1
-    done
-    profile=$work/server/profiles/$pid.out
-    until [ -f "$profile" ] && grep -q '^totals:' "$profile"; do sleep 0.1; done
-    sed -n 's/^summary: \([0-9]*\).*/\1/p' "$profile"
 }
 
 # inbox-relay until it printed COUNT messages published; then SIGTERM (nothing left in flight).
@@ -94,10 +78,10 @@ run_inbox_relay() {
 run_side() {
     local side=$1 count=$2 application=$1-$2
     case $side in
-        hand) named_backend_instructions "$application" "$baselines" hand-relay \
+        hand) backend_instructions "$application" "$baselines" hand-relay \
                   "host=$work/server user=postgres dbname=postgres application_name=$application" \
                   "$rabbitmq_amqp_port" bench "$batch" ;;
-        retention-*) named_backend_instructions "$application" \
+        retention-*) backend_instructions "$application" \
                          run_inbox_relay "$application" "$count" ;;
     esac
 }

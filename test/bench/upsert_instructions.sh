@@ -73,15 +73,15 @@ protocol_psql() {
 }
 trap 'as_cluster_user "$private_bindir/pg_ctl" -D "$work/protocol/data" -m immediate -w stop \
     >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-backend_instructions protocol_psql -c "$setup" >/dev/null
+backend_instructions setup protocol_psql -c "$setup" >/dev/null
 declare -A protocol
 for side in function hand_jsonb; do
     printf '\\set n random(1, 1000000)\n%s;\n' "${statement[$side]//\$1/(:n::bigint)}" >"$work/$side.pgbench"
     chmod 644 "$work/$side.pgbench"
     counted=()
     for times in "$calls" "$warm"; do
-        backend_instructions protocol_psql -c "TRUNCATE bench_function, bench_hand_jsonb" >/dev/null
-        counted+=("$(backend_instructions as_cluster_user "$private_bindir/pgbench" -h "$work/protocol" \
+        backend_instructions truncate protocol_psql -c "TRUNCATE bench_function, bench_hand_jsonb" >/dev/null
+        counted+=("$(backend_instructions "$side-$times" as_cluster_user "$private_bindir/pgbench" -h "$work/protocol" \
             -U postgres -n -M prepared -c 1 -t "$times" --random-seed=1 -f "$work/$side.pgbench" postgres)")
     done
     protocol[$side]=$(((counted[0] - counted[1]) / (calls - warm)))
