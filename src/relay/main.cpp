@@ -17,6 +17,7 @@
 #include "relay/backoff.hpp"
 #include "relay/batch_report.hpp"
 #include "relay/http_sink.hpp"
+#include "relay/lag_reader.hpp"
 #include "relay/options.hpp"
 #include "relay/outbox_database.hpp"
 #include "relay/output.hpp"
@@ -156,7 +157,8 @@ class Relay {
                            " messages: they go out again when their lease expires");
                 throw;
             }
-            print_line(batch_line(sent) + "; " + lag_.describe(database_));
+            print_line(batch_line(sent) + "; " +
+                       lag_.describe([this] { return database_.read_lag(); }));
         }
     }
 

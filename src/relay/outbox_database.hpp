@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "relay/outbox_lag.hpp"
 #include "relay/outbox_message.hpp"
 
 namespace inbox_relay {
@@ -18,12 +19,6 @@ namespace inbox_relay {
 class DatabaseError : public std::runtime_error {
   public:
     using std::runtime_error::runtime_error;
-};
-
-// What inbox.outbox_stats says of the relays' lag.
-struct OutboxLag {
-    long long pending = 0;
-    double oldest_pending_seconds = 0;
 };
 
 class OutboxDatabase {
