@@ -1,12 +1,16 @@
 # A move to a new server with logical replication (docs/operations.md, "Moving to a new server or
-# major with logical replication"): one publication of the extension's three tables, a
+# major with logical replication"): one publication of the extension's tables (the markers', the
+# outbox's two and the streams' positions), a
 # subscriber whose schema comes from a schema-only dump (the extension with empty tables), the
 # initial copy and the claims streamed after it, then the cutover: the claims stop on the
 # publisher, the subscriber catches up, the subscription is dropped. On the subscriber every
 # marker is a duplicate, stored results and payload fingerprints answer as on the publisher, the
 # consumers it knows claim new messages, and a new consumer's first claim registers it at once,
 # above the replicated ids (the registry's ids replicate; in 1.1 they came from a sequence, which
-# does not, and the first new consumers failed on a duplicate key).
+# does not, and the first new consumers failed on a duplicate key). The outgoing messages come
+# across, pending and delivered, and the send order's sequence, which does not, is set at the
+# cutover: a message sent on the subscriber goes out after the pending ones of its key. A stream
+# resumes at its position.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -38,23 +42,32 @@ $publisher->safe_psql('shop', q{
 	SELECT inbox.complete('checkout', 'req-1', '{"status": 201, "order": 7731}');
 	COMMIT;
 	SELECT outcome FROM inbox.receive('checkout', 'req-2', '{"sku": "B-7", "qty": 1}');
+	SELECT inbox.send('orders', '{"n": 1}', 'k-1'), inbox.send('orders', '{"n": 2}', 'k-1'),
+	       inbox.send('orders', '{"n": 3}', 'k-2');
+	SELECT inbox.relay_done(array_agg(id)) FROM inbox.relay_take('relay-1', 10);
+	SELECT inbox.claim_position('totals', 'orders/0', 41);
 });
 
-# What to publish: the three tables, in one publication (no foreign keys order them), to a role
-# that may replicate and read them; a publication FOR ALL TABLES holds them too.
-$publisher->safe_psql('shop', q{
+# What to publish: the tables by name, in one publication (no foreign keys order them), to a role
+# that may replicate and read them. Not inbox.outbox_scan_floor, which a publication FOR ALL
+# TABLES would hold too: the subscriber has its one row already, and it holds the publisher's
+# transaction ids.
+my $published_tables = 'inbox.consumer_registry, inbox.markers, inbox.marker_details, '
+  . 'inbox.outbox_messages, inbox.outbox_delivered, inbox.stream_positions';
+$publisher->safe_psql('shop', qq{
 	CREATE ROLE replicator LOGIN REPLICATION;
 	GRANT USAGE ON SCHEMA inbox TO replicator;
-	GRANT SELECT ON inbox.consumer_registry, inbox.markers, inbox.marker_details TO replicator;
-	CREATE PUBLICATION inbox_move
-	    FOR TABLE inbox.consumer_registry, inbox.markers, inbox.marker_details;
+	GRANT SELECT ON $published_tables TO replicator;
+	CREATE PUBLICATION inbox_move FOR TABLE $published_tables;
 	CREATE PUBLICATION everything FOR ALL TABLES;
 });
 is( $publisher->safe_psql('shop', q{
 		SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_publication_tables
-		WHERE pubname = 'everything' AND schemaname = 'inbox'}),
-	'consumer_registry marker_details markers outbox_delivered outbox_messages outbox_scan_floor stream_positions',
-	'a publication FOR ALL TABLES holds the tables of the extension, the outbox and the streams among them');
+		WHERE pubname = 'everything' AND schemaname = 'inbox'
+		  AND tablename NOT IN (SELECT tablename FROM pg_publication_tables
+		                        WHERE pubname = 'inbox_move')}),
+	'outbox_scan_floor',
+	'the publication names every table of the extension that FOR ALL TABLES holds, but the floor');
 $publisher->safe_psql('shop', 'DROP PUBLICATION everything');
 
 # The new server's schema, as the docs make it: the roles (those that exist already fail to be
@@ -94,6 +107,8 @@ $publisher->safe_psql('shop', q{
 	SELECT inbox.configure_consumer('shipping', retention => '2 hours');
 	SELECT inbox.complete('checkout', 'req-2', '{"status": 202}');
 	SELECT inbox.forget('billing', 'msg-1');
+	SELECT inbox.send('orders', '{"n": 4}', 'k-1');
+	SELECT inbox.claim_position('totals', 'orders/0', 42);
 });
 $publisher->safe_psql('shop', q{SELECT inbox.claim('refunds', 'r-1')},
 	extra_params => [ '-U', 'app' ]);
@@ -110,7 +125,9 @@ ok( $publisher->poll_query_until('shop', q{
 my $counts = q{
 	SELECT (SELECT count(*) FROM inbox.consumer_registry) AS consumers,
 	       (SELECT count(*) FROM inbox.markers) AS markers,
-	       (SELECT count(*) FROM inbox.marker_details) AS details};
+	       (SELECT count(*) FROM inbox.marker_details) AS details,
+	       (SELECT count(*) FROM inbox.outbox) AS outgoing,
+	       (SELECT count(*) FROM inbox.stream_positions) AS positions};
 my $published = $publisher->safe_psql('shop', $counts);
 is($subscriber->safe_psql('shop', $counts), $published, "the same counts on both: $published");
 $subscriber->safe_psql('shop', 'DROP SUBSCRIPTION inbox_move');
@@ -120,7 +137,10 @@ $subscriber->safe_psql('shop', 'DROP SUBSCRIPTION inbox_move');
 for my $table (
 	[ 'markers', q{SELECT consumer, message_id, processed_at FROM inbox.messages ORDER BY 1, 2} ],
 	[ 'details', q{SELECT * FROM inbox.marker_details ORDER BY consumer_id, message_key} ],
-	[ 'consumers', q{SELECT * FROM inbox.consumer_registry ORDER BY id} ])
+	[ 'consumers', q{SELECT * FROM inbox.consumer_registry ORDER BY id} ],
+	[ 'outgoing messages', q{SELECT * FROM inbox.outbox_messages ORDER BY ordinal} ],
+	[ 'delivered messages', q{SELECT * FROM inbox.outbox_delivered ORDER BY id} ],
+	[ 'positions', q{SELECT * FROM inbox.stream_positions ORDER BY 1, 2} ])
 {
 	my ($what, $query) = @$table;
 	my $digest = "SELECT md5(string_agg(r::text, E'\\n')) FROM ($query) r";
@@ -162,6 +182,36 @@ is( $subscriber->safe_psql('shop', q{
 		                  || coalesce(max_attempts::text, '-'), ', ' ORDER BY consumer)
 		FROM inbox.consumers WHERE consumer IN ('billing', 'shipping')}),
 	'billing 3 days 5, shipping 02:00:00 -', 'and keep their settings');
+
+# The send order at the cutover, as the docs set it (logical replication copies no sequence):
+# then a message sent on the subscriber goes out after the replicated ones of its key, each key
+# drained in order, one message at a time.
+$subscriber->safe_psql('shop', q{
+	SELECT setval('inbox.outbox_ordinal',
+	              greatest(s.last_value, (SELECT max(m.ordinal) FROM inbox.outbox_messages m)))
+	FROM inbox.outbox_ordinal s;
+	SELECT inbox.send('orders', '{"n": 5}', 'k-1');
+});
+my @drained;
+for (1 .. 5)
+{
+	my $batch = $subscriber->safe_psql('shop', q{
+		WITH taken AS (SELECT * FROM inbox.relay_take('relay-2', 10)),
+		     done AS (SELECT inbox.relay_done(coalesce(array_agg(id), '{}')) FROM taken)
+		SELECT string_agg(key || ':' || (payload ->> 'n'), ' ' ORDER BY key)
+		FROM taken, done});
+	push @drained, $batch if $batch ne '';
+}
+is(join(' | ', @drained), 'k-1:2 | k-1:4 | k-1:5',
+	'the relay on the subscriber drains the replicated messages of a key before the new one');
+is( $subscriber->safe_psql('shop', q{
+		SELECT string_agg(key || ':' || state, ' ' ORDER BY created_at) FROM inbox.outbox}),
+	'k-1:delivered k-1:delivered k-2:delivered k-1:delivered k-1:delivered',
+	'every message delivered, those delivered on the publisher kept as delivered');
+is( $subscriber->safe_psql('shop', q{
+		SELECT inbox.claim_position('totals', 'orders/0', 42)::text || ' '
+		       || inbox.claim_position('totals', 'orders/0', 43)::text}),
+	'duplicate next', 'a stream resumes on the subscriber at its replicated position');
 
 $subscriber->stop;
 $publisher->stop;
