@@ -54,7 +54,7 @@ override with_llvm = no
 
 # inbox-relay, the program that publishes the outbox (src/relay, docs/outbox.md): a client of
 # libpq, rabbitmq-c and libcurl, never linked into the library. PGXS builds one MODULE_big or one
-# PROGRAM, not both: its rules are here, and `install` gets one more prerequisite.
+# PROGRAM, not both: its rules are here, and `install` and `uninstall` get one more prerequisite.
 RELAY = src/relay/inbox-relay
 RELAY_SOURCES = $(wildcard src/relay/*.cpp)
 RELAY_CXXFLAGS = -std=c++20 -Wall -Wextra -Werror -O2 -g -Isrc \
@@ -68,6 +68,9 @@ install: install-relay
 install-relay: $(RELAY)
 	$(MKDIR_P) '$(DESTDIR)$(bindir)'
 	$(INSTALL_PROGRAM) $(RELAY) '$(DESTDIR)$(bindir)/'
+uninstall: uninstall-relay
+uninstall-relay:
+	rm -f '$(DESTDIR)$(bindir)/$(notdir $(RELAY))'
 
 # On a fresh machine pg_config arrives with `make deps`; demo and test re-invoke make after it.
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
@@ -90,7 +93,7 @@ all install compile-flags:
 	@echo "pg_config not found: run 'make deps' (or 'make demo' / 'make test') first" >&2; exit 1
 endif
 
-.PHONY: install-relay
+.PHONY: install-relay uninstall-relay
 .PHONY: deps demo test test-upgrade format format-check lint dist deb test-package compile-flags
 
 # Installs the Debian packages the build and the tests need (no-op when present).

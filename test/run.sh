@@ -143,7 +143,19 @@ run_broker() {
 # an HTTP endpoint through kill -9, restarts of PostgreSQL and RabbitMQ, and SIGTERM; with a
 # cluster of its own, which it restarts (test/relay).
 run_relay() {
-    "$source_dir/test/relay/run.sh" "$work/relay" "$pg_bindir"
+    install_round_trip && "$source_dir/test/relay/run.sh" "$work/relay" "$pg_bindir"
+}
+
+# `make install` puts inbox-relay beside PostgreSQL's programs, and `make uninstall` takes it
+# away again with everything else the install wrote.
+install_round_trip() {
+    local root=$work/install-round-trip left
+    make -s -C "$work" install DESTDIR="$root" PG_CONFIG="$tested_pg_config" >/dev/null &&
+        [ -x "$root$("$tested_pg_config" --bindir)/inbox-relay" ] &&
+        make -s -C "$work" uninstall DESTDIR="$root" PG_CONFIG="$tested_pg_config" >/dev/null ||
+        { echo "make install or uninstall failed, or installed no inbox-relay"; return 1; }
+    left=$(find "$root" -type f)
+    [ -z "$left" ] || { echo "make uninstall left: $left"; return 1; }
 }
 
 # Payments sent with the outbox, applied by a consumer that sends an OrderPaid from the same
