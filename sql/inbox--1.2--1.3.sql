@@ -396,7 +396,7 @@ SELECT inbox.grant_execute_like('inbox.claim(text, text)',
 -- fills (src/outbox/relay_on_coordinator.cpp). Not PUBLIC: they call it as the extension's owner.
 CREATE FUNCTION inbox.relay_on_coordinator(function text)
 RETURNS void
-LANGUAGE c VOLATILE PARALLEL SAFE
+LANGUAGE c VOLATILE STRICT PARALLEL SAFE
 AS 'MODULE_PATHNAME', 'inbox_relay_on_coordinator';
 COMMENT ON FUNCTION inbox.relay_on_coordinator(text) IS
     'Fails (55000) on a Citus worker node: the relay''s functions run on the coordinator.';

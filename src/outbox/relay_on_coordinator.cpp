@@ -16,9 +16,7 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_relay_on_coordinator);
 PGDLLEXPORT Datum inbox_relay_on_coordinator(PG_FUNCTION_ARGS) {
-    const char* function =
-        PG_ARGISNULL(0) ? "a relay function" : text_to_cstring(PG_GETARG_TEXT_PP(0));
-    require_coordinator_table(function, "inbox.outbox_messages",
+    require_coordinator_table(text_to_cstring(PG_GETARG_TEXT_PP(0)), "inbox.outbox_messages",
                               "Connect the relay to the coordinator, where the messages are sent.");
     PG_RETURN_VOID();
 }

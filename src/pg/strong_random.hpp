@@ -8,9 +8,10 @@
 
 namespace pg {
 
+constexpr size_t strong_random_buffer_size = 4096;
+
 // Fills `out` with `length` bytes (at most strong_random_buffer_size); ERROR (XX000) when the
 // generator fails.
-constexpr size_t strong_random_buffer_size = 4096;
 void strong_random_bytes(unsigned char* out, size_t length);
 
 }  // namespace pg
