@@ -69,6 +69,7 @@ INBOX_SOURCES = \
 	src/drop/drop_guard_hook.cpp \
 	src/drop/citus_drop.cpp \
 	src/outbox/message_id.cpp \
+	src/outbox/commit_notification.cpp \
 	src/outbox/send.cpp \
 	src/outbox/relay_on_coordinator.cpp \
 	src/module.cpp

@@ -361,7 +361,9 @@ BEGIN
                                        cause_message_id)
     VALUES (nextval('inbox.outbox_ordinal'), now_, now_, id, destination, key, headers, payload,
             payload_bytes, claimed.consumer, claimed.message_id);
-    -- Delivered at commit only (and once per destination per transaction).
+    -- Delivered at commit only (and once per destination per transaction). The library's send
+    -- queues it when the transaction commits instead (src/outbox/commit_notification.hpp):
+    -- PostgreSQL refuses to PREPARE a transaction that executed NOTIFY, as this body does.
     PERFORM pg_notify('inbox_outbox', destination);
     RETURN id;
 END $$;

@@ -10,7 +10,6 @@ extern "C" {
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_proc.h"
-#include "commands/async.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -24,6 +23,7 @@ extern "C" {
 #include <cstring>
 
 #include "claim/claimed_cause.hpp"
+#include "outbox/commit_notification.hpp"
 #include "outbox/message_id.hpp"
 #include "pg/compat.hpp"
 #include "store/coordinator_tables.hpp"
@@ -156,8 +156,7 @@ Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
     // (inbox.outbox_scan_floor).
     (void)GetTopTransactionId();
     insert_outgoing_message(function_owner(fcinfo), values, nulls);
-    // Delivered at commit only (and once per destination per transaction).
-    Async_Notify("inbox_outbox", text_to_cstring(destination));
+    notify_at_commit(destination);
     PG_RETURN_UUID_P(id);
 }
 

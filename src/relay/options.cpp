@@ -90,7 +90,8 @@ const std::vector<OptionSpec>& option_specs() {
          }},
         {"--poll", "INBOX_RELAY_POLL", "SECONDS",
          "the longest wait for a notification; then the outbox is looked at anyway,\n"
-         "for expired leases and retries that are due (default 1)",
+         "for expired leases, retries that are due and the messages of prepared\n"
+         "transactions, which notify nothing (default 1)",
          [](RelayOptions& o, const std::string& v) {
              o.poll_seconds = parse_seconds("--poll", v);
          }},
