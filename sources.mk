@@ -70,6 +70,7 @@ INBOX_SOURCES = \
 	src/drop/citus_drop.cpp \
 	src/outbox/message_id.cpp \
 	src/outbox/commit_notification.cpp \
+	src/outbox/key_order_lock.cpp \
 	src/outbox/send.cpp \
 	src/outbox/relay_on_coordinator.cpp \
 	src/module.cpp

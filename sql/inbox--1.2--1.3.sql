@@ -289,7 +289,8 @@ REVOKE ALL ON FUNCTION inbox.claimed_cause() FROM PUBLIC;
 -- held until the sender commits or rolls back, so that of two senders of one key the second
 -- numbers its message only after the first ended, and numbering order is commit order. The
 -- cost: the senders of one key serialize from their send to their commit. Messages without a key
--- take no lock and have no order.
+-- take no lock and have no order. (The library's send, past max_locks_per_transaction keys in a
+-- transaction, locks inbox.outbox_messages in SHARE mode instead: src/outbox/key_order_lock.hpp.)
 CREATE FUNCTION inbox.send_message(destination text, payload jsonb, payload_bytes bytea,
                                    key text, headers jsonb)
 RETURNS uuid

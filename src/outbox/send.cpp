@@ -10,7 +10,6 @@ extern "C" {
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_proc.h"
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -19,11 +18,9 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include <cstdio>
-#include <cstring>
-
 #include "claim/claimed_cause.hpp"
 #include "outbox/commit_notification.hpp"
+#include "outbox/key_order_lock.hpp"
 #include "outbox/message_id.hpp"
 #include "pg/compat.hpp"
 #include "store/coordinator_tables.hpp"
@@ -81,23 +78,6 @@ void check_headers(Jsonb* headers) {
                     errhint("For example: '{\"content-type\": \"application/json\"}'.")));
 }
 
-// Commit order within a key: the ordinal is taken under a transaction-level lock on
-// (destination, key), the advisory lock the SQL edition takes on
-// hashtextextended(octet_length(destination)::text || ':' || destination || key, 7172693807).
-void lock_key(const text* destination, const text* key) {
-    int destination_bytes = VARSIZE_ANY_EXHDR(destination);
-    int key_bytes = VARSIZE_ANY_EXHDR(key);
-    char name[16 + 2 * max_name_bytes];
-    int length = std::snprintf(name, sizeof(name), "%d:", destination_bytes);
-    std::memcpy(name + length, VARDATA_ANY(destination), destination_bytes);
-    length += destination_bytes;
-    std::memcpy(name + length, VARDATA_ANY(key), key_bytes);
-    length += key_bytes;
-    Datum lock =
-        hash_any_extended(reinterpret_cast<const unsigned char*>(name), length, 7172693807);
-    DirectFunctionCall1(pg_advisory_xact_lock_int8, lock);
-}
-
 // The owner of the called function, looked up once per call site (as SECURITY DEFINER does):
 // the message is written as the extension's owner, who owns the table, so that callers need
 // EXECUTE on inbox.send, never a privilege on the table.
@@ -132,7 +112,7 @@ Datum send_message(FunctionCallInfo fcinfo, OutgoingValue payload_column) {
                         errhint("A message without a body sends '{}'::jsonb, 'null'::jsonb or "
                                 "''::bytea.")));
     check_headers(headers);
-    if (key != nullptr) lock_key(destination, key);
+    if (key != nullptr) lock_key_order(destination, key);
 
     TimestampTz sent_at = GetCurrentTimestamp();
     auto* id = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));

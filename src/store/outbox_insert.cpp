@@ -165,6 +165,10 @@ void insert_with_statement(const Datum values[outgoing_values], const bool nulls
 
 }  // namespace
 
+Oid outbox_messages_table() {
+    return outbox_target()->table;
+}
+
 void insert_outgoing_message(Oid owner, const Datum values[outgoing_values],
                              const bool nulls[outgoing_values]) {
     Oid caller;

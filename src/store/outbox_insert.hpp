@@ -32,3 +32,6 @@ enum OutgoingValue {
 // the extension's, a permission hook).
 void insert_outgoing_message(Oid owner, const Datum values[outgoing_values],
                              const bool nulls[outgoing_values]);
+
+// inbox.outbox_messages, found once (InvalidOid when the extension's schema has none).
+Oid outbox_messages_table();
