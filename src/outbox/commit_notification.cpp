@@ -7,6 +7,7 @@ extern "C" {
 #include "postgres.h"
 #include "access/xact.h"
 #include "commands/async.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 }
 
@@ -28,13 +29,39 @@ int sent_used = 0;
 int sent_allocated = 0;
 bool callbacks_registered = false;
 
-bool already_sent(const char* destination, std::size_t length) {
+// Beyond this many destinations a hash table says whether one is there already, as PostgreSQL's
+// NOTIFY does beyond 16: a transaction may send to thousands.
+constexpr int indexed_from = 16;
+HTAB* destination_index =
+    nullptr;  // the destinations of `sent`, in TopTransactionContext; or none yet
+
+void add_to_index(const char* destination) {
+    bool found;
+    hash_search(destination_index, destination, HASH_ENTER, &found);
+}
+
+void build_index() {
+    HASHCTL control = {};
+    control.keysize = max_destination_bytes + 1;
+    control.entrysize = max_destination_bytes + 1;
+    control.hcxt = TopTransactionContext;
+    destination_index = hash_create("inbox sent destinations", 4 * indexed_from, &control,
+                                    HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+    for (int i = 0; i < sent_used; i++) add_to_index(sent[i].destination);
+}
+
+bool already_sent(const char* destination) {
+    if (destination_index != nullptr)
+        return hash_search(destination_index, destination, HASH_FIND, nullptr) != nullptr;
     for (int i = 0; i < sent_used; i++) {
-        if (std::strlen(sent[i].destination) == length &&
-            std::memcmp(sent[i].destination, destination, length) == 0)
-            return true;
+        if (std::strcmp(sent[i].destination, destination) == 0) return true;
     }
     return false;
+}
+
+void forget_all() {
+    sent_used = 0;
+    destination_index = nullptr;  // freed with the transaction's memory
 }
 
 void make_room() {
@@ -55,9 +82,9 @@ void make_room() {
 void on_transaction_end(XactEvent event, void*) {
     if (event == XACT_EVENT_PRE_COMMIT) {
         for (int i = 0; i < sent_used; i++) Async_Notify("inbox_outbox", sent[i].destination);
-        sent_used = 0;
+        forget_all();
     } else if (event != XACT_EVENT_PARALLEL_PRE_COMMIT) {
-        sent_used = 0;
+        forget_all();
     }
 }
 
@@ -68,6 +95,8 @@ void on_subtransaction_end(SubXactEvent event, SubTransactionId subtransaction,
     int first = sent_used;
     while (first > 0 && sent[first - 1].subtransaction == subtransaction) first--;
     if (event == SUBXACT_EVENT_ABORT_SUB) {
+        for (int i = first; destination_index != nullptr && i < sent_used; i++)
+            hash_search(destination_index, sent[i].destination, HASH_REMOVE, nullptr);
         sent_used = first;
     } else {
         for (int i = first; i < sent_used; i++) sent[i].subtransaction = parent;
@@ -79,7 +108,10 @@ void on_subtransaction_end(SubXactEvent event, SubTransactionId subtransaction,
 void notify_at_commit(const text* destination) {
     std::size_t length = VARSIZE_ANY_EXHDR(destination);
     Assert(length > 0 && length <= max_destination_bytes);  // the send validated it
-    if (already_sent(VARDATA_ANY(destination), length)) return;
+    char name[max_destination_bytes + 1];
+    std::memcpy(name, VARDATA_ANY(destination), length);
+    name[length] = '\0';
+    if (already_sent(name)) return;
     if (!callbacks_registered) {
         RegisterXactCallback(on_transaction_end, nullptr);
         RegisterSubXactCallback(on_subtransaction_end, nullptr);
@@ -88,6 +120,10 @@ void notify_at_commit(const text* destination) {
     make_room();
     SentDestination& entry = sent[sent_used++];
     entry.subtransaction = GetCurrentSubTransactionId();
-    std::memcpy(entry.destination, VARDATA_ANY(destination), length);
-    entry.destination[length] = '\0';
+    std::memcpy(entry.destination, name, length + 1);
+    if (destination_index != nullptr) {
+        add_to_index(name);
+    } else if (sent_used >= indexed_from) {
+        build_index();
+    }
 }
