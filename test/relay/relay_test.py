@@ -87,8 +87,13 @@ class Producer:
                    if self.counter % 3 else None)
         return destination, key, payload, headers
 
-    def transaction(self, messages, commit):
+    def transaction(self, messages, commit, prepared=False):
+        """prepared: as a transaction manager commits, in two phases (PREPARE TRANSACTION, then
+        COMMIT PREPARED), which notifies nothing."""
         sent = []
+        if prepared:
+            self.counter += 1
+            self.connection.tpc_begin(f"relay-test-{self.counter}")
         with self.connection.cursor() as cursor:
             for destination, key, payload, headers in messages:
                 function = "send_bytes" if isinstance(payload, bytes) else "send"
@@ -96,8 +101,12 @@ class Producer:
                 cursor.execute(f"SELECT inbox.{function}(%s, %s, %s, %s)",
                                (destination, value, key, Jsonb(headers) if headers else None))
                 sent.append((str(cursor.fetchone()[0]), (destination, key, payload, headers)))
-        if commit:
+        if commit and prepared:
+            self.connection.tpc_prepare()
+            self.connection.tpc_commit()
+        elif commit:
             self.connection.commit()
+        if commit:
             for message_id, message in sent:
                 self.committed[message_id] = message
                 if message[1] is not None:
@@ -368,6 +377,11 @@ def main():
         # Side by side, woken by the producer's commits, roll-backs among its transactions.
         producer.many_transactions(PRODUCED_FIRST)
         wait_for("the first messages to be delivered", all_delivered(db, producer))
+        # A transaction prepared and committed later (two-phase commit): no notification comes
+        # of it, and the relays, idle, find its messages when they look at the outbox anyway.
+        producer.transaction([producer.message() for _ in range(5)], commit=True, prepared=True)
+        wait_for("the messages of a prepared transaction to be delivered",
+                 all_delivered(db, producer))
 
         # 1. to 3. each while a large transaction's messages are going out.
         victim = relays[0]

@@ -20,8 +20,9 @@ chown "$cluster_user" "$work" 2>/dev/null || true
 
 trap 'rabbitmq_stop; cluster_stop' EXIT
 trap 'exit 1' INT TERM
+# (prepared transactions: relay_test.py's producer commits one in two phases)
 cluster_start "$bindir" "$work/pg" "shared_preload_libraries = 'inbox'" "fsync = off" \
-    "log_line_prefix = '%m [%p] %q%a '" || exit 1
+    "max_prepared_transactions = 2" "log_line_prefix = '%m [%p] %q%a '" || exit 1
 rabbitmq_start "$work/rabbitmq"
 
 # The commands the test restarts them with, one argument per NUL-terminated field.
