@@ -14,6 +14,7 @@ extern "C" {
 #include <cstring>
 
 #include "outbox/commit_notification.hpp"
+#include "pg/compat.hpp"
 
 namespace {
 
