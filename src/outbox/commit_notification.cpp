@@ -33,6 +33,7 @@ bool callbacks_registered = false;
 // Beyond this many destinations a hash table says whether one is there already, as PostgreSQL's
 // NOTIFY does beyond 16: a transaction may send to thousands.
 constexpr int indexed_from = 16;
+constexpr long index_size = 64;  // entries it has room for before it grows
 HTAB* destination_index =
     nullptr;  // the destinations of `sent`, in TopTransactionContext; or none yet
 
@@ -46,7 +47,7 @@ void build_index() {
     control.keysize = max_destination_bytes + 1;
     control.entrysize = max_destination_bytes + 1;
     control.hcxt = TopTransactionContext;
-    destination_index = hash_create("inbox sent destinations", 4 * indexed_from, &control,
+    destination_index = hash_create("inbox sent destinations", index_size, &control,
                                     HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
     for (int i = 0; i < sent_used; i++) add_to_index(sent[i].destination);
 }
