@@ -34,8 +34,8 @@ bool callbacks_registered = false;
 // NOTIFY does beyond 16: a transaction may send to thousands.
 constexpr int indexed_from = 16;
 constexpr long index_size = 64;  // entries it has room for before it grows
-HTAB* destination_index =
-    nullptr;  // the destinations of `sent`, in TopTransactionContext; or none yet
+// The destinations of `sent`, in TopTransactionContext; none before indexed_from of them.
+HTAB* destination_index = nullptr;
 
 void add_to_index(const char* destination) {
     bool found;
