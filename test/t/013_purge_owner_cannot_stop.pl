@@ -66,9 +66,11 @@ sub write_markers
 		  . "SELECT '$consumer', '$consumer-' || i, now() - interval '$age' "
 		  . "FROM generate_series(1, $count) i; "
 	} @sets;
-	$node->safe_psql($db,
-		"SET default_transaction_read_only = off; SET statement_timeout = 0; "
-		  . "SET search_path = pg_catalog; BEGIN READ WRITE; $inserts COMMIT;");
+	# The owner's settings off from the connection's start, as the squatter's timeout: a first
+	# SET under shop's statement_timeout of 1 ms was cancelled once, on a loaded machine.
+	local $ENV{PGOPTIONS} = '-c statement_timeout=0 -c default_transaction_read_only=off '
+	  . '-c search_path=pg_catalog';
+	$node->safe_psql($db, "BEGIN READ WRITE; $inserts COMMIT;");
 }
 my $log_offset = -s $node->logfile;
 for my $db (qw(shop control exempt))
