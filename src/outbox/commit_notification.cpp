@@ -15,14 +15,13 @@ extern "C" {
 
 #include "outbox/commit_notification.hpp"
 #include "pg/compat.hpp"
+#include "store/outbox_insert.hpp"
 
 namespace {
 
-constexpr std::size_t max_destination_bytes = 255;
-
 struct SentDestination {
     SubTransactionId subtransaction;
-    char destination[max_destination_bytes + 1];  // NUL-terminated: the notification's payload
+    char destination[max_outbox_name_bytes + 1];  // NUL-terminated: the notification's payload
 };
 
 SentDestination* sent = nullptr;  // in TopMemoryContext
@@ -44,8 +43,8 @@ void add_to_index(const char* destination) {
 
 void build_index() {
     HASHCTL control = {};
-    control.keysize = max_destination_bytes + 1;
-    control.entrysize = max_destination_bytes + 1;
+    control.keysize = max_outbox_name_bytes + 1;
+    control.entrysize = max_outbox_name_bytes + 1;
     control.hcxt = TopTransactionContext;
     destination_index = hash_create("inbox sent destinations", index_size, &control,
                                     HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
@@ -109,8 +108,9 @@ void on_subtransaction_end(SubXactEvent event, SubTransactionId subtransaction,
 
 void notify_at_commit(const text* destination) {
     std::size_t length = VARSIZE_ANY_EXHDR(destination);
-    Assert(length > 0 && length <= max_destination_bytes);  // the send validated it
-    char name[max_destination_bytes + 1];
+    // the send validated it
+    Assert(length > 0 && length <= static_cast<std::size_t>(max_outbox_name_bytes));
+    char name[max_outbox_name_bytes + 1];
     std::memcpy(name, VARDATA_ANY(destination), length);
     name[length] = '\0';
     if (already_sent(name)) return;

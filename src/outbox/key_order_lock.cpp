@@ -16,8 +16,6 @@ extern "C" {
 
 namespace {
 
-constexpr int max_name_bytes = 255;  // of a destination and of a key
-
 // The keys this transaction locked (a key of a savepoint rolled back counts still: the outbox's
 // lock comes a little earlier), and the outbox's table once it took the SHARE lock.
 struct KeysLocked {
@@ -38,7 +36,7 @@ bool lock_advisory(uint64 key) {
 uint64 key_lock(const text* destination, const text* key) {
     int destination_bytes = VARSIZE_ANY_EXHDR(destination);
     int key_bytes = VARSIZE_ANY_EXHDR(key);
-    char name[16 + 2 * max_name_bytes];
+    char name[16 + 2 * max_outbox_name_bytes];
     int length = std::snprintf(name, sizeof(name), "%d:", destination_bytes);
     std::memcpy(name + length, VARDATA_ANY(destination), destination_bytes);
     length += destination_bytes;

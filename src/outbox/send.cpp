@@ -28,7 +28,6 @@ extern "C" {
 
 namespace {
 
-constexpr int max_name_bytes = 255;  // of a destination and of a key
 constexpr const char* destination_hint =
     "The destination names where the relay publishes the message: an exchange, an endpoint.";
 
@@ -53,10 +52,10 @@ void require_destination(const text* destination) {
     if (bytes == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("destination must not be empty"), errhint("%s", destination_hint)));
-    if (bytes > max_name_bytes)
-        ereport(ERROR,
-                (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-                 errmsg("destination is %d bytes long, longer than %d", bytes, max_name_bytes)));
+    if (bytes > max_outbox_name_bytes)
+        ereport(ERROR, (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+                        errmsg("destination is %d bytes long, longer than %d", bytes,
+                               max_outbox_name_bytes)));
 }
 
 void check_key(const text* key) {
@@ -65,9 +64,10 @@ void check_key(const text* key) {
     if (bytes == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("key must not be empty"),
                         errhint("Pass NULL (the default) for a message without a key.")));
-    if (bytes > max_name_bytes)
-        ereport(ERROR, (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-                        errmsg("key is %d bytes long, longer than %d", bytes, max_name_bytes)));
+    if (bytes > max_outbox_name_bytes)
+        ereport(ERROR,
+                (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+                 errmsg("key is %d bytes long, longer than %d", bytes, max_outbox_name_bytes)));
 }
 
 void check_headers(Jsonb* headers) {

@@ -8,6 +8,9 @@ extern "C" {
 #include "postgres.h"
 }
 
+// The longest destination and key a message has, in bytes (inbox.send refuses longer ones, 22001).
+constexpr int max_outbox_name_bytes = 255;
+
 // The values of a message as inbox.send gives them (also the parameters $1 to $9 of the
 // statement that serves a table the direct insert does not): the rest of the row is the
 // ordinal (the next of inbox.outbox_ordinal), not_before (the send time), attempts (0) and
