@@ -837,6 +837,39 @@ SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.stream_positio
 SELECT inbox.grant_execute_like('inbox.forget(text, text)', 'inbox.retire_stream(text, text)');
 DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
 
+-- 'monitor' reads the views 1.3 adds (inbox.outbox, inbox.outbox_stats, inbox.streams), also for
+-- the roles granted it before the update: those that may read inbox.stats and inbox.workers, as
+-- grant_access(..., 'monitor') let them. The initial privileges stay those of a fresh installation.
+DO $monitor$
+DECLARE
+    grantee pg_catalog.regrole;
+    granted pg_catalog.regclass;
+    initial pg_catalog.aclitem[];
+BEGIN
+    FOREACH granted IN ARRAY ARRAY['inbox.outbox', 'inbox.outbox_stats',
+                                   'inbox.streams']::pg_catalog.regclass[] LOOP
+        SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
+        WHERE i.objoid OPERATOR(pg_catalog.=) granted
+          AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+          AND i.objsubid OPERATOR(pg_catalog.=) 0;
+        FOR grantee IN
+            SELECT a.grantee::pg_catalog.regrole
+            FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+            WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.stats'::pg_catalog.regclass
+              AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'
+              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+              AND a.grantee OPERATOR(pg_catalog.<>) 0
+              AND pg_catalog.has_table_privilege(a.grantee, 'inbox.workers', 'SELECT')
+        LOOP
+            EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %s', granted, grantee);
+        END LOOP;
+        UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
+        WHERE i.objoid OPERATOR(pg_catalog.=) granted
+          AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+          AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    END LOOP;
+END $monitor$;
+
 -- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer,
 -- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand) and
 -- retire_stream; 'consume' includes send and the streams' claims; 'relay' (new) takes, settles

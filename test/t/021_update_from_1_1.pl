@@ -167,6 +167,10 @@ is( $node->safe_psql('restored', q{
 		       has_table_privilege('monitor', 'inbox.attempts', 'SELECT'),
 		       has_function_privilege('monitor', 'inbox.failed_attempts()', 'EXECUTE')}),
 	't|t|t', 'restored: the grants too');
+is( $node->safe_psql('shop', q{
+		SELECT string_agg(has_table_privilege('monitor', v, 'SELECT')::text, ' ' ORDER BY v)
+		FROM unnest(ARRAY['inbox.outbox', 'inbox.outbox_stats', 'inbox.streams']) v}),
+	'true true true', 'the monitoring role of 1.1 reads the views of 1.3');
 
 $node->stop;
 done_testing();

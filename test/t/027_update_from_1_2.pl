@@ -118,6 +118,10 @@ sub check_kept
 		  . ' ' . $node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers},
 			extra_params => [ '-U', 'auditor' ]),
 		'5 5', "$label: the grants on inbox.consumers, by grant_access and by hand, still work");
+	is( $node->safe_psql($db, q{
+			SELECT string_agg(has_table_privilege('dashboard', v, 'SELECT')::text, ' ' ORDER BY v)
+			FROM unnest(ARRAY['inbox.outbox', 'inbox.outbox_stats', 'inbox.streams']) v}),
+		'true true true', "$label: the monitoring role of 1.2 reads the views of 1.3");
 	$node->safe_psql($db, q{SELECT inbox.configure_consumer('shipping', owner => 'billing_service')});
 	is( $node->safe_psql($db, q{SELECT owner FROM inbox.consumers WHERE consumer = 'shipping'}),
 		'billing_service', "$label: configure_consumer gives a consumer another owner");
