@@ -835,6 +835,9 @@ SELECT inbox.grant_execute_like('inbox.claim(text, text)',
 SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.stream_position(text, text)');
 -- 'operate' includes retiring a stream, as it includes forgetting a message.
 SELECT inbox.grant_execute_like('inbox.forget(text, text)', 'inbox.retire_stream(text, text)');
+-- 1.2's 'consume' includes inbox.message_key(text), which its update gave no role granted
+-- 'consume' under 1.1: they get it now.
+SELECT inbox.grant_execute_like('inbox.claim(text, text)', 'inbox.message_key(text)');
 DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
 
 -- 'monitor' reads the views 1.3 adds (inbox.outbox, inbox.outbox_stats, inbox.streams), also for

@@ -171,6 +171,9 @@ is( $node->safe_psql('shop', q{
 		SELECT string_agg(has_table_privilege('monitor', v, 'SELECT')::text, ' ' ORDER BY v)
 		FROM unnest(ARRAY['inbox.outbox', 'inbox.outbox_stats', 'inbox.streams']) v}),
 	'true true true', 'the monitoring role of 1.1 reads the views of 1.3');
+is( $node->safe_psql('shop', q{
+		SELECT has_function_privilege('app', 'inbox.message_key(text)', 'EXECUTE')}),
+	't', 'the consuming role of 1.1 computes the stored form of a message id, as 1.2 grants it');
 
 $node->stop;
 done_testing();
