@@ -135,8 +135,9 @@ callgrind_cluster_start() {
     {
         echo "listen_addresses = ''"
         echo "unix_socket_directories = '$dir'"
-        echo "autovacuum = off"  # no worker comes and goes between two counts
+        echo "autovacuum = off"  # no vacuum's work in a side's counts
         # (backend_instructions finds its backends by these lines: process id, application)
+        echo "log_connections = on"
         echo "log_disconnections = on"
         echo "log_line_prefix = '%p %a '"
         printf '%s\n' "$@"
@@ -152,18 +153,22 @@ SCRIPT
 }
 
 backend_instructions() {
-    local application=$1 log=$callgrind_cluster_dir/server.log postmaster processes offset
+    local application=$1 log=$callgrind_cluster_dir/server.log offset
     shift
-    postmaster=$(head -1 "$callgrind_cluster_dir/data/postmaster.pid")
-    processes=$(pgrep -c -P "$postmaster")
     offset=$(stat -c %s "$log")
     PGAPPNAME=$application "$@" >"$callgrind_cluster_dir/client.log" 2>&1 ||
         { cat "$callgrind_cluster_dir/client.log" >&2; return 1; }
     # Each backend logs its disconnection and then writes its profile as it exits, after its
     # client is gone. A client may have had more than one connection (pgbench's first one only
-    # looks at the server): wait until the postmaster has only the processes it had before, and
-    # take the largest count of the backends of that name.
-    until (($(pgrep -c -P "$postmaster") <= processes)); do sleep 0.1; done
+    # looks at the server): wait until every connection of that name logged its disconnection
+    # (not until the postmaster has as many children as before: a worker of its own that comes
+    # or goes meanwhile would end the wait early), and take the largest count of those backends.
+    until tail -c +$((offset + 1)) "$log" | awk -v name="$application" '
+            / connection authorized: / && $0 ~ ("application_name=" name "$") { opened++ }
+            $2 == name && / disconnection: / { closed++ }
+            END { exit !(opened > 0 && closed >= opened) }'; do
+        sleep 0.1
+    done
     tail -c +$((offset + 1)) "$log" |
         awk -v name="$application" '$2 == name && / disconnection: / { print $1 }' |
         while read -r pid; do
