@@ -626,6 +626,28 @@ REVOKE ALL ON FUNCTION inbox.relay_take(text, integer, interval, text[]),
     inbox.relay_done(uuid[]), inbox.relay_failed(uuid[], text, interval),
     inbox.relay_release(uuid[]) FROM PUBLIC;
 
+-- The message ids of an owned consumer are its service's data (docs/security.md): the cause of a
+-- message shows its message id to the roles that may act for the consumer and to the monitoring
+-- roles (pg_read_all_stats), as inbox.attempts does; to other readers, NULL. What is hidden from
+-- the caller: read once per query of the view (its scalar subquery), with the caller's own
+-- privileges (a reader that may not read inbox.consumers sees no cause's message id).
+CREATE FUNCTION inbox.hidden_cause_consumers() RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF pg_has_role('pg_read_all_stats', 'USAGE') THEN
+        RETURN '{}';
+    ELSIF NOT has_table_privilege('inbox.consumers', 'SELECT') THEN
+        RETURN NULL;
+    END IF;
+    RETURN ARRAY(SELECT c.consumer FROM inbox.consumers c
+                 WHERE c.owner IS NOT NULL
+                   AND NOT EXISTS (SELECT FROM pg_roles r
+                                   WHERE r.rolname = c.owner AND pg_has_role(r.oid, 'USAGE')));
+END $$;
+COMMENT ON FUNCTION inbox.hidden_cause_consumers() IS
+    'The owned consumers whose message ids the caller may not see (NULL: every consumer''s), '
+    'as inbox.outbox shows its causes.';
+
 CREATE VIEW inbox.outbox AS
 SELECT m.id, m.destination, m.key,
        CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
@@ -633,12 +655,20 @@ SELECT m.id, m.destination, m.key,
                 THEN 'leased'
             ELSE 'pending' END AS state,
        m.attempts, m.last_error, m.created_at, NULL::timestamptz AS delivered_at,
-       m.cause_consumer, m.cause_message_id, m.leased_by,
+       m.cause_consumer,
+       CASE WHEN (m.cause_consumer OPERATOR(pg_catalog.=)
+                  ANY ((SELECT inbox.hidden_cause_consumers())::pg_catalog.text[])) IS NOT FALSE
+            THEN NULL ELSE m.cause_message_id END AS cause_message_id,
+       m.leased_by,
        CASE WHEN m.dead_at IS NULL THEN m.not_before END AS not_before, m.dead_at
 FROM inbox.outbox_messages m
 UNION ALL
 SELECT d.id, d.destination, d.key, 'delivered', d.attempts, d.last_error, d.created_at,
-       d.delivered_at, d.cause_consumer, d.cause_message_id, NULL, NULL, NULL
+       d.delivered_at, d.cause_consumer,
+       CASE WHEN (d.cause_consumer OPERATOR(pg_catalog.=)
+                  ANY ((SELECT inbox.hidden_cause_consumers())::pg_catalog.text[])) IS NOT FALSE
+            THEN NULL ELSE d.cause_message_id END,
+       NULL, NULL, NULL
 FROM inbox.outbox_delivered d;
 COMMENT ON VIEW inbox.outbox IS
     'Every outgoing message without its payload: state pending, leased, delivered or dead; '

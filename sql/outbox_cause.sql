@@ -110,8 +110,41 @@ SELECT coalesce(sum(outbox_pending), 0) AS without_cause FROM inbox.stats WHERE 
 -- The columns come last, after those of 1.2 and attempts_evicted.
 SELECT attname FROM pg_attribute WHERE attrelid = 'inbox.stats'::regclass AND attnum > 11
 ORDER BY attnum;
-DROP OWNED BY regress_outbox_monitor;
-DROP ROLE regress_outbox_monitor;
+
+-- The message id of a cause whose consumer has an owner is its service's data: shown to the roles
+-- that may act for the consumer and to the monitoring roles (pg_read_all_stats), NULL to other
+-- readers, as in inbox.attempts; a reader that may not read inbox.consumers sees none.
+CREATE ROLE regress_cause_owner;
+CREATE ROLE regress_outbox_reader;
+GRANT USAGE ON SCHEMA inbox TO regress_outbox_reader;
+GRANT SELECT ON inbox.outbox TO regress_outbox_reader;
+SELECT inbox.configure_consumer('cause', owner => 'regress_cause_owner');
+SELECT owner FROM inbox.consumers WHERE consumer = 'cause';
+CREATE FUNCTION causes_shown() RETURNS TABLE (consumer text, messages bigint, ids_shown bigint)
+LANGUAGE sql AS $$
+    SELECT cause_consumer, count(*), count(cause_message_id) FROM inbox.outbox
+    WHERE cause_consumer IS NOT NULL GROUP BY 1 ORDER BY 1
+$$;
+SET ROLE regress_outbox_monitor;
+SELECT * FROM causes_shown();
+RESET ROLE;
+GRANT regress_cause_owner TO regress_outbox_monitor;
+SET ROLE regress_outbox_monitor;
+SELECT * FROM causes_shown();
+RESET ROLE;
+REVOKE regress_cause_owner FROM regress_outbox_monitor;
+GRANT pg_read_all_stats TO regress_outbox_monitor;
+SET ROLE regress_outbox_monitor;
+SELECT * FROM causes_shown();
+RESET ROLE;
+SET ROLE regress_outbox_reader;
+SELECT * FROM causes_shown();
+RESET ROLE;
+SELECT * FROM causes_shown();
+SELECT inbox.reset_consumer('cause', 'owner');
+DROP FUNCTION causes_shown();
+DROP OWNED BY regress_outbox_monitor, regress_outbox_reader;
+DROP ROLE regress_outbox_monitor, regress_outbox_reader, regress_cause_owner;
 
 -- Only the extension's owner may ask (inbox.send does, as its owner).
 SELECT has_function_privilege('public', 'inbox.claimed_cause()', 'EXECUTE') AS public_may_ask;
