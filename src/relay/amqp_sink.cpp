@@ -2,6 +2,7 @@
 
 #include <sys/time.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace inbox_relay {
@@ -16,6 +17,30 @@ amqp_bytes_t bytes_of(const std::string& text) {
 
 std::string text_of(amqp_bytes_t bytes) {
     return std::string(static_cast<const char*>(bytes.bytes), bytes.len);
+}
+
+// Why a message cannot be published at all, or "": a header name is an AMQP short string (at
+// most 255 bytes), and the properties travel in one frame. Such a message is refused by itself
+// (relay_failed, then dead), where publishing it would break the connection under the rest of
+// its batch, every time it is taken again.
+std::string unpublishable(const OutboxMessage& message, int frame_max) {
+    // The header frame's fixed part, the flags, content type, delivery mode and message id.
+    size_t size = 8 + 14 + 2 + 1 + std::strlen(message.content_type()) + 1 + 1 + message.id.size();
+    if (!message.headers.empty()) {
+        size += 4;
+    }
+    for (const auto& [name, value] : message.headers) {
+        if (name.size() > 255) {
+            return "header name of " + std::to_string(name.size()) +
+                   " bytes: AMQP allows 255 at most";
+        }
+        size += 1 + name.size() + 1 + 4 + value.size();
+    }
+    if (size > static_cast<size_t>(frame_max)) {
+        return "headers too large for one AMQP frame (" + std::to_string(size) + " of " +
+               std::to_string(frame_max) + " bytes)";
+    }
+    return "";
 }
 
 }  // namespace
@@ -195,8 +220,11 @@ void AmqpSink::send(std::vector<OutboxMessage> batch) {
         }
     }
     for (size_t i = 0; i < sent.messages.size() && connected(); ++i) {
-        if (auto missing = missing_exchanges.find(sent.messages[i].destination);
-            missing != missing_exchanges.end()) {
+        if (std::string why = unpublishable(sent.messages[i], amqp_get_frame_max(connection_));
+            !why.empty()) {
+            sent.outcomes[i] = {Delivery::refused, why};
+        } else if (auto missing = missing_exchanges.find(sent.messages[i].destination);
+                   missing != missing_exchanges.end()) {
             sent.outcomes[i] = {Delivery::refused,
                                 "exchange " + missing->first + ": " + missing->second};
         } else if (publish_one(sent.messages[i])) {

@@ -7,6 +7,7 @@ namespace inbox_relay {
 namespace {
 
 constexpr long request_timeout_ms = 30000;
+constexpr long connect_timeout_ms = 5000;
 constexpr size_t error_body_kept = 200;
 
 using HeaderListPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
@@ -62,6 +63,24 @@ HttpSink::HttpSink(const std::string& url) : base_url_(url) {
 
 HttpSink::~HttpSink() {
     curl_easy_cleanup(curl_);
+}
+
+void HttpSink::connect() {
+    // A handle of its own: a connect-only connection is not one that requests reuse.
+    CURL* probe = curl_easy_init();
+    if (probe == nullptr) {
+        throw SinkError("libcurl could not be initialised");
+    }
+    curl_easy_setopt(probe, CURLOPT_URL, base_url_.c_str());
+    curl_easy_setopt(probe, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(probe, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(probe, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
+    CURLcode result = curl_easy_perform(probe);
+    curl_easy_cleanup(probe);
+    if (result != CURLE_OK) {
+        throw SinkError(std::string("cannot connect: ") + curl_easy_strerror(result));
+    }
+    reachable_ = true;
 }
 
 void HttpSink::send(std::vector<OutboxMessage> batch) {

@@ -23,7 +23,10 @@ class HttpSink : public Sink {
     // HTTP has no connection to hold: "connected" until a transport error, so that the relay
     // backs off before it takes the next batch for an endpoint that does not answer.
     bool connected() const override { return reachable_; }
-    void connect() override { reachable_ = true; }
+    // Opens a connection to the endpoint's host (and its TLS), and no more: an endpoint that
+    // cannot be reached throws SinkError, so that no batch is taken for it (each take counts an
+    // attempt) until it can, as for a broker that is down.
+    void connect() override;
     std::string describe() const override { return base_url_ + "/<destination>"; }
     // POSTs one message at a time: the outcomes are known when it returns.
     void send(std::vector<OutboxMessage> batch) override;

@@ -101,6 +101,8 @@ class Relay {
             }
             try {
                 step();
+                // The database answered a whole step: its next loss backs off from 0.1 s again.
+                database_backoff_.succeeded();
             } catch (const DatabaseError& error) {
                 database_.disconnect();
                 database_backoff_.failed();
@@ -149,6 +151,13 @@ class Relay {
                            seconds_text(sink_backoff_.delay_seconds()));
             }
             sink_up_ = sink_->connected();
+            if (sink_up_) {
+                // The sink answered the batch: only now is it known to work. A connection alone
+                // is no success: an endpoint that takes connections but fails every batch (a
+                // channel error, a timeout) would be retried every 0.1 s and each retry takes
+                // the messages again, which counts an attempt: dead within a second.
+                sink_backoff_.succeeded();
+            }
             try {
                 settle(database_, sent, options_.retry_after_seconds);
             } catch (const DatabaseError&) {
@@ -173,7 +182,8 @@ class Relay {
         }
     }
 
-    // Connects a side that is down, after its backoff delay; false when it is still down.
+    // Connects a side that is down, after its backoff delay; false when it is still down. The
+    // delay is reset when the side has worked (a step or a batch done), not at the connection.
     template <typename Side>
     bool reconnect(Side& side, Backoff& backoff, const std::string& what) {
         if (backoff.delay_seconds() > 0) {
@@ -184,7 +194,6 @@ class Relay {
         }
         try {
             side.connect();
-            backoff.succeeded();
             print_line("connected to " + side.describe());
             return true;
         } catch (const std::runtime_error& error) {

@@ -93,7 +93,23 @@ std::string bytes_of(const char* escaped) {
 }  // namespace
 
 OutboxDatabase::OutboxDatabase(std::string conninfo, std::string relay_name)
-    : conninfo_(std::move(conninfo)), relay_name_(std::move(relay_name)) {}
+    : conninfo_(std::move(conninfo)), relay_name_(std::move(relay_name)) {
+    // A connection string libpq cannot parse never connects: a bad option (exit status 2), not
+    // a database to wait for. One that is neither key=value pairs nor a URI is a database name,
+    // as libpq takes it (expand_dbname).
+    std::string_view text = conninfo_;
+    if (text.find('=') != text.npos || text.starts_with("postgresql://") ||
+        text.starts_with("postgres://")) {
+        char* error = nullptr;
+        PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &error);
+        if (parsed == nullptr) {
+            std::string why = error != nullptr ? one_line(error) : "out of memory";
+            PQfreemem(error);
+            throw std::invalid_argument("--db: " + why);
+        }
+        PQconninfoFree(parsed);
+    }
+}
 
 OutboxDatabase::~OutboxDatabase() {
     disconnect();

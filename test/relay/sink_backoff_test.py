@@ -1,0 +1,166 @@
+"""inbox-relay backs off from a sink that does not work, and takes no batch while it cannot reach
+it (docs/outbox.md, "Failures"): each take counts an attempt, so a relay that retried every
+0.1 s made every message dead (inbox.outbox_max_attempts, 10) within a second of an outage.
+
+- HTTP: an endpoint that refuses connections for 4 s: no message is taken meanwhile, none dies,
+  and all are delivered, once each, when it answers.
+- RabbitMQ: a broker that takes the relay's connection but closes its channel at every batch (a
+  user without write access to one exchange): the delay doubles at each loss (it used to be
+  reset at every connection), so after 4 s no message has used up its attempts.
+- RabbitMQ: a message that AMQP cannot carry (a header name over 255 bytes, headers over a
+  frame) is refused by itself; it used to break the connection under the rest of its batch,
+  every time it was taken, until every message of the batch was dead.
+- A --db that libpq cannot parse is a bad option: exit status 2, not a database to wait for.
+
+Run as a scenario of test/relay/run.sh: test/relay/run.sh WORKDIR BINDIR sink_backoff_test.py"""
+
+import argparse
+import http.server
+import subprocess
+import threading
+import time
+
+from harness import (Relay, create_database, declare_exchange, fail, restart_commands,
+                     start_clock, wait_for)
+
+DATABASE = "sink_backoff"
+OUTAGE_SECONDS = 4
+
+
+class Endpoint(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    requests = []
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Endpoint.requests.append(self.headers["Idempotency-Key"])
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+def free_port():
+    server = http.server.HTTPServer(("127.0.0.1", 0), Endpoint)
+    port = server.server_port
+    server.server_close()
+    return port
+
+
+def http_outage(args, db):
+    port = free_port()
+    ids = [str(db.value("SELECT inbox.send('hooks', %s::jsonb)", (f'{{"n": {i}}}',)))
+           for i in range(3)]
+    relay = Relay(args, DATABASE, "relay-http", ["--http", f"http://127.0.0.1:{port}/"],
+                  ["--destinations", "hooks"])
+    relay.start()
+    time.sleep(OUTAGE_SECONDS)
+    rows = db.query("SELECT state, attempts FROM inbox.outbox WHERE destination = 'hooks'")
+    if any(state == "dead" or attempts > 1 for state, attempts in rows):
+        fail(f"HTTP endpoint down for {OUTAGE_SECONDS} s: (state, attempts) {rows}")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        wait_for("the webhooks delivered", lambda: db.value(
+            "SELECT count(*) FROM inbox.outbox WHERE destination = 'hooks' "
+            "AND state = 'delivered'") == len(ids))
+    finally:
+        if relay.stop(15) != 0:
+            fail("the HTTP relay did not exit 0 on SIGTERM")
+        server.shutdown()
+    if sorted(Endpoint.requests) != sorted(ids):
+        fail(f"requests {Endpoint.requests}, expected each of {ids} once")
+    print(f"HTTP: endpoint down {OUTAGE_SECONDS} s, {len(ids)} messages taken "
+          f"{max(a for _, a in rows)} times meanwhile, delivered once each")
+
+
+def refused_channel(args, db, rabbitmqctl):
+    subprocess.run([*rabbitmqctl, "add_user", "limited", "limited"], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([*rabbitmqctl, "set_permissions", "-p", "/", "limited", ".*", "^allowed$",
+                    ".*"], check=True, stdout=subprocess.DEVNULL)
+    declare_exchange(args.amqp_port, "denied")
+    for i in range(3):
+        db.query("SELECT inbox.send('denied', %s::jsonb)", (f'{{"n": {i}}}',))
+    relay = Relay(args, DATABASE, "relay-denied",
+                  ["--amqp", f"amqp://limited:limited@127.0.0.1:{args.amqp_port}/"],
+                  ["--destinations", "denied"])
+    relay.start()
+    time.sleep(OUTAGE_SECONDS)
+    if relay.stop(15) != 0:
+        fail("the relay did not exit 0 on SIGTERM")
+    connections = sum(line.startswith("connected to amqp") for line in relay.lines())
+    rows = db.query("SELECT state, attempts FROM inbox.outbox WHERE destination = 'denied'")
+    # 0.1 + 0.2 + 0.4 + 0.8 + 1.6 s: 6 connections in 4 s (about 40 without backoff); 8 leaves
+    # room for a slow machine.
+    if connections > 8 or any(state == "dead" for state, _ in rows):
+        fail(f"channel closed at every batch: {connections} connections in {OUTAGE_SECONDS} s, "
+             f"(state, attempts) {rows}")
+    print(f"RabbitMQ: channel refused at every batch, {connections} connections in "
+          f"{OUTAGE_SECONDS} s, no message dead")
+
+
+def unpublishable(args, db):
+    declare_exchange(args.amqp_port, "poison")
+    db.query("SELECT inbox.send('poison', '{\"n\": 1}', key => 'a')")
+    db.query("SELECT inbox.send('poison', '{\"n\": 2}', key => 'b', "
+             "headers => jsonb_build_object(repeat('h', 300), 'v'))")
+    db.query("SELECT inbox.send('poison', '{\"n\": 3}', key => 'c', "
+             "headers => jsonb_build_object('h', repeat('v', 200000)))")
+    db.query("SELECT inbox.send('poison', '{\"n\": 4}', key => 'd')")
+    relay = Relay(args, DATABASE, "relay-poison",
+                  ["--amqp", f"amqp://guest:guest@127.0.0.1:{args.amqp_port}/"],
+                  ["--destinations", "poison"])
+    relay.start()
+    try:
+        wait_for("the publishable messages delivered", lambda: db.value(
+            "SELECT count(*) FROM inbox.outbox WHERE destination = 'poison' "
+            "AND state = 'delivered'") == 2)
+        time.sleep(1)
+    finally:
+        if relay.stop(15) != 0:
+            fail("the relay did not exit 0 on SIGTERM")
+    rows = db.query("SELECT key, state, attempts FROM inbox.outbox "
+                    "WHERE destination = 'poison' ORDER BY key")
+    if [(key, state) for key, state, _ in rows] != [
+            ("a", "delivered"), ("b", "pending"), ("c", "pending"), ("d", "delivered")] or \
+            rows[0][2] != 1 or rows[3][2] != 1:
+        fail(f"messages AMQP cannot carry, in a batch with others: {rows}")
+    if any("lost" in line for line in relay.lines()):
+        fail("a message AMQP cannot carry broke the connection")
+    print("RabbitMQ: messages AMQP cannot carry refused by themselves, the rest delivered once")
+
+
+def bad_conninfo(args):
+    try:
+        result = subprocess.run([args.relay, "--db", "no_such_option=1", "--amqp",
+                                 f"amqp://guest:guest@127.0.0.1:{args.amqp_port}/"],
+                                capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        fail("--db no_such_option=1: still running after 10 s, waiting for the database")
+    if result.returncode != 2 or "no_such_option" not in result.stderr:
+        fail(f"--db no_such_option=1: exit {result.returncode}, {result.stderr!r}")
+    print("a --db libpq cannot parse: exit status 2")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--relay", required=True)
+    parser.add_argument("--pghost", required=True)
+    parser.add_argument("--amqp-port", type=int, required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    start_clock(90)
+    db = create_database(args.pghost, DATABASE)
+    _, rabbitmqctl = restart_commands(args.work)
+    bad_conninfo(args)
+    http_outage(args, db)
+    refused_channel(args, db, rabbitmqctl)
+    unpublishable(args, db)
+    print("sink backoff: passed")
+
+
+if __name__ == "__main__":
+    main()
