@@ -10,8 +10,10 @@ extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "catalog/pg_type.h"
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "utils/array.h"
+#include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 }
@@ -104,6 +106,26 @@ inbox::StreamPosition read_position(MarkerStatement* statement, const Consumer& 
     return {true, DatumGetInt64(position)};
 }
 
+// Whether another transaction created the stream since it was read: as the direct claim does,
+// waits for a claim in flight that creates it, through the insert that would conflict with it
+// (FOR UPDATE sees no row being inserted), in a subtransaction rolled back, so that the stream
+// is not created (nor a trigger's work kept). For a claim that moves nothing: a contiguous claim
+// of a stream nobody has committed yet, whose gap the first claim in flight may fill.
+bool created_meanwhile(const Consumer& consumer, text* stream, int64 position) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    Datum values[3] = {Int16GetDatum(consumer.id), PointerGetDatum(stream),
+                       Int64GetDatum(position)};
+    execute_as_store_owner(&create_stream, values);
+    bool inserted = SPI_processed == 1;
+    RollbackAndReleaseCurrentSubTransaction();
+    MemoryContextSwitchTo(context);
+    CurrentResourceOwner = owner;
+    return !inserted;
+}
+
 // The claim with statements, for a table the direct claim does not serve
 // (direct_position_claim.hpp): one statement for a single position that is not contiguous; else the
 // row locked and read, then moved or created.
@@ -118,7 +140,10 @@ inbox::PositionRun claim_with_statements(const Consumer& consumer, text* stream,
     for (;;) {
         inbox::StreamPosition committed = read_position(&lock_stream, consumer, stream);
         inbox::PositionRun run = inbox::classify_positions(committed, ascending, count, contiguous);
-        if (run.end_next == run.first_next) return run;
+        if (run.end_next == run.first_next) {
+            if (!committed.known && created_meanwhile(consumer, stream, ascending[0])) continue;
+            return run;
+        }
         Datum values[3] = {Int16GetDatum(consumer.id), PointerGetDatum(stream),
                            Int64GetDatum(ascending[run.end_next - 1])};
         if (committed.known) {

@@ -62,8 +62,11 @@ is($coordinator->safe_psql('postgres', $position) . ':' . marker_of('m-2'),
 is( $coordinator->safe_psql('postgres', q{
 		SELECT inbox.claim_position('totals', 'orders/0', 43);
 		SELECT inbox.claim_position('totals', 'account-7', 1, contiguous => true);
-		SELECT inbox.claim_position('totals', 'account-7', 3, contiguous => true);}),
-	"duplicate\nnext\ngap", 'duplicates and gaps answer as on one node');
+		SELECT inbox.claim_position('totals', 'account-7', 3, contiguous => true);
+		SELECT inbox.claim_position('totals', 'account-8', 2, contiguous => true);}),
+	"duplicate\nnext\ngap\ngap",
+	'duplicates and gaps answer as on one node, a gap of a new stream after looking for a first '
+	  . 'claim in flight (in a subtransaction, on the distributed table)');
 is( $coordinator->safe_psql('postgres', q{
 		SELECT string_agg(consumer || ':' || stream || ':' || position, ' ' ORDER BY stream)
 		FROM inbox.streams}),
