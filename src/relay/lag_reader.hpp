@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
-#include <optional>
 #include <string>
 
 #include "relay/outbox_lag.hpp"
@@ -24,21 +23,19 @@ constexpr std::chrono::steady_clock::duration lag_read_interval(
 class LagReader {
   public:
     using Clock = std::chrono::steady_clock;
-    // The lag, or nothing when the relay's role may not read it.
-    using ReadLag = std::function<std::optional<OutboxLag>()>;
+    using ReadLag = std::function<LagReading()>;
 
     explicit LagReader(std::function<Clock::time_point()> now = Clock::now)
         : now_(std::move(now)) {}
 
     // "lag: 2300 pending, oldest 1.2 s", or why it is not known; read_lag is called when
-    // lag_read_interval says.
+    // lag_read_interval says, and no more once it found the role may not read the lag.
     std::string describe(const ReadLag& read_lag);
 
   private:
     std::function<Clock::time_point()> now_;
     Clock::time_point next_read_;
-    std::optional<OutboxLag> last_;
-    bool forbidden_ = false;
+    LagReading last_;
 };
 
 }  // namespace inbox_relay

@@ -255,7 +255,7 @@ void OutboxDatabase::mark_failed(const std::vector<std::string>& ids, const std:
     PQclear(execute_settling(failed_name, ids, {error.c_str(), retry_after.c_str()}));
 }
 
-std::optional<OutboxLag> OutboxDatabase::read_lag() {
+LagReading OutboxDatabase::read_lag() {
     ResultPtr result(PQexec(connection_,
                             "SELECT pending, coalesce(extract(epoch FROM oldest_pending_age), 0) "
                             "FROM inbox.outbox_stats"),
@@ -264,10 +264,16 @@ std::optional<OutboxLag> OutboxDatabase::read_lag() {
         if (PQstatus(connection_) != CONNECTION_OK) {
             throw DatabaseError(one_line(PQerrorMessage(connection_)));
         }
-        return std::nullopt;
+        const char* sqlstate = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
+        bool forbidden = sqlstate != nullptr && std::string_view(sqlstate) == "42501";
+        return {.outcome = forbidden ? LagReading::Outcome::forbidden : LagReading::Outcome::failed,
+                .lag = {},
+                .error = one_line(PQresultErrorMessage(result.get()))};
     }
-    return OutboxLag{.pending = std::stoll(PQgetvalue(result.get(), 0, 0)),
-                     .oldest_pending_seconds = std::stod(PQgetvalue(result.get(), 0, 1))};
+    return {.outcome = LagReading::Outcome::read,
+            .lag = {.pending = std::stoll(PQgetvalue(result.get(), 0, 0)),
+                    .oldest_pending_seconds = std::stod(PQgetvalue(result.get(), 0, 1))},
+            .error = {}};
 }
 
 bool OutboxDatabase::drain_notifications() {

@@ -41,8 +41,9 @@ class OutboxDatabase {
     void mark_done(const std::vector<std::string>& ids);
     void mark_failed(const std::vector<std::string>& ids, const std::string& error,
                      double retry_after_seconds);
-    // The lag, or nothing when the role may not read inbox.outbox_stats (no 'monitor' access).
-    std::optional<OutboxLag> read_lag();
+    // The lag from inbox.outbox_stats; forbidden when the role may not read it (no 'monitor'
+    // access), failed for another error of the statement.
+    LagReading read_lag();
 
     // Waits until a notification arrives, the stop signal is raised, or the timeout passes.
     void wait_for_notification(double timeout_seconds);

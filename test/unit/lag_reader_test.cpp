@@ -1,6 +1,7 @@
 // inbox-relay reads its lag at most once a second, and spends at most 1% of the time on it: the
 // policy (lag_read_interval), and LagReader, which the relay asks after each batch, following
-// it on a clock of the test's.
+// it on a clock of the test's. A role that may not read the lag is not asked again; a read that
+// failed otherwise (a statement timeout) is retried at the next interval.
 #include "relay/lag_reader.hpp"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,7 @@
 
 using inbox_relay::lag_read_interval;
 using inbox_relay::LagReader;
-using inbox_relay::OutboxLag;
+using inbox_relay::LagReading;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -38,8 +39,9 @@ struct LagReaderFixture : testing::Test {
         return reader.describe([this] {
             ++reads;
             now += read_takes;
-            return std::optional<OutboxLag>(
-                OutboxLag{.pending = pending, .oldest_pending_seconds = 1.25});
+            return LagReading{.outcome = LagReading::Outcome::read,
+                              .lag = {.pending = pending, .oldest_pending_seconds = 1.25},
+                              .error = {}};
         });
     }
 };
@@ -75,11 +77,35 @@ TEST(LagReaderTest, ARoleThatMayNotReadTheLagIsToldOnceAndNotAskedAgain) {
     int reads = 0;
     auto refused = [&reads] {
         ++reads;
-        return std::optional<OutboxLag>();
+        return LagReading{.outcome = LagReading::Outcome::forbidden,
+                          .lag = {},
+                          .error = "permission denied for view outbox_stats"};
     };
     EXPECT_EQ(reader.describe(refused),
               "lag unknown (the role may not read inbox.outbox_stats: grant it 'monitor')");
     now += seconds(60);
     reader.describe(refused);
     EXPECT_EQ(reads, 1);
+}
+
+TEST(LagReaderTest, AReadThatFailedOtherwiseIsRetriedAtTheNextInterval) {
+    LagReader::Clock::time_point now{};
+    LagReader reader{[&now] { return now; }};
+    int reads = 0;
+    auto timed_out_once = [&reads] {
+        return ++reads == 1 ? LagReading{.outcome = LagReading::Outcome::failed,
+                                         .lag = {},
+                                         .error = "canceling statement due to statement timeout"}
+                            : LagReading{.outcome = LagReading::Outcome::read,
+                                         .lag = {.pending = 3, .oldest_pending_seconds = 0.5},
+                                         .error = {}};
+    };
+    EXPECT_EQ(reader.describe(timed_out_once),
+              "lag unknown (canceling statement due to statement timeout)");
+    now += milliseconds(500);
+    reader.describe(timed_out_once);
+    EXPECT_EQ(reads, 1);
+    now += milliseconds(500);
+    EXPECT_EQ(reader.describe(timed_out_once), "lag: 3 pending, oldest 0.5 s");
+    EXPECT_EQ(reads, 2);
 }
