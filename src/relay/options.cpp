@@ -23,9 +23,11 @@ struct OptionSpec {
 double parse_seconds(std::string_view flag, const std::string& text) {
     char* end = nullptr;
     double seconds = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0 ||
+    // From a millisecond: a shorter one reaches PostgreSQL as an interval of 0 (it keeps
+    // microseconds, the relay sends six decimals), which relay_take refuses at every take.
+    if (text.empty() || *end != '\0' || !std::isfinite(seconds) || seconds < 0.001 ||
         seconds > 86400) {
-        throw UsageError(std::string(flag) + " must be a number of seconds above 0 and up to " +
+        throw UsageError(std::string(flag) + " must be a number of seconds from 0.001 to " +
                          "86400, not '" + text + "'");
     }
     return seconds;

@@ -97,6 +97,8 @@ TEST_F(RelayOptionsTest, CommandLinesThatCannotRun) {
     EXPECT_THROW(parse({"--db", "d", "--http"}), UsageError);  // no value
     EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--batch", "0"}), UsageError);
     EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--lease", "-1"}), UsageError);
+    // a lease PostgreSQL would read as 0 (the relay sends seconds with six decimals)
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--lease", "1e-9"}), UsageError);
     EXPECT_THROW(parse({"--db", "d", "--http", "http://h", "--destinations", "a,,b"}), UsageError);
     setenv("INBOX_RELAY_POLL", "soon", 1);
     EXPECT_THROW(parse({"--db", "d", "--http", "http://h"}), UsageError);  // a bad variable too
