@@ -85,9 +85,11 @@ COMMENT ON FUNCTION inbox.stats_counters_1_3() IS
     'takes EXECUTE on inbox.stats_counters().';
 
 -- ---- configure_consumer changes what it names; reset_consumer; what 'operate' grants ---------
--- Grants of a function given to the roles that may execute another, the initial privileges kept
--- as a fresh installation's (as 1.2's function of the same name). Used by this script only.
-CREATE FUNCTION inbox.grant_execute_like(model regprocedure, granted regprocedure)
+-- Grants made by this script to roles granted an access before the update (format(statement,
+-- grantee) for each grantee), the object's initial privileges kept as a fresh installation's: a
+-- dump restores the grants themselves. Used by this script only.
+CREATE FUNCTION inbox.grant_keeping_initial_privileges(catalog regclass, object oid,
+                                                       statement text, grantees regrole[])
 RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -95,24 +97,32 @@ DECLARE
     initial pg_catalog.aclitem[];
 BEGIN
     SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
-    WHERE i.objoid OPERATOR(pg_catalog.=) granted
-      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+    WHERE i.objoid OPERATOR(pg_catalog.=) object
+      AND i.classoid OPERATOR(pg_catalog.=) catalog
       AND i.objsubid OPERATOR(pg_catalog.=) 0;
-    FOR grantee IN
-        SELECT a.grantee::pg_catalog.regrole
-        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-        WHERE p.oid OPERATOR(pg_catalog.=) model
-          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
-          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
-          AND a.grantee OPERATOR(pg_catalog.<>) 0
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO %s', granted, grantee);
+    FOREACH grantee IN ARRAY grantees LOOP
+        EXECUTE pg_catalog.format(statement, grantee);
     END LOOP;
     UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
-    WHERE i.objoid OPERATOR(pg_catalog.=) granted
-      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+    WHERE i.objoid OPERATOR(pg_catalog.=) object
+      AND i.classoid OPERATOR(pg_catalog.=) catalog
       AND i.objsubid OPERATOR(pg_catalog.=) 0;
 END $$;
+
+-- A function given to the roles that may execute another (as 1.2's function of the same name).
+CREATE FUNCTION inbox.grant_execute_like(model regprocedure, granted regprocedure)
+RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    SELECT inbox.grant_keeping_initial_privileges(
+        'pg_catalog.pg_proc', granted,
+        pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO %%s', granted),
+        ARRAY(SELECT a.grantee::pg_catalog.regrole
+              FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+              WHERE p.oid OPERATOR(pg_catalog.=) model
+                AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+                AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+                AND a.grantee OPERATOR(pg_catalog.<>) 0));
+$$;
 
 -- A call changes only the settings it names (NULL or left out: kept), as ALTER ... SET does;
 -- inbox.reset_consumer gives the named ones their defaults back, as ALTER ... RESET. 1.2 set
@@ -873,35 +883,18 @@ DROP FUNCTION inbox.grant_execute_like(regprocedure, regprocedure);
 -- 'monitor' reads the views 1.3 adds (inbox.outbox, inbox.outbox_stats, inbox.streams), also for
 -- the roles granted it before the update: those that may read inbox.stats and inbox.workers, as
 -- grant_access(..., 'monitor') let them. The initial privileges stay those of a fresh installation.
-DO $monitor$
-DECLARE
-    grantee pg_catalog.regrole;
-    granted pg_catalog.regclass;
-    initial pg_catalog.aclitem[];
-BEGIN
-    FOREACH granted IN ARRAY ARRAY['inbox.outbox', 'inbox.outbox_stats',
-                                   'inbox.streams']::pg_catalog.regclass[] LOOP
-        SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
-        WHERE i.objoid OPERATOR(pg_catalog.=) granted
-          AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-          AND i.objsubid OPERATOR(pg_catalog.=) 0;
-        FOR grantee IN
-            SELECT a.grantee::pg_catalog.regrole
-            FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
-            WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.stats'::pg_catalog.regclass
-              AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'
-              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
-              AND a.grantee OPERATOR(pg_catalog.<>) 0
-              AND pg_catalog.has_table_privilege(a.grantee, 'inbox.workers', 'SELECT')
-        LOOP
-            EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %s', granted, grantee);
-        END LOOP;
-        UPDATE pg_catalog.pg_init_privs i SET initprivs = initial
-        WHERE i.objoid OPERATOR(pg_catalog.=) granted
-          AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-          AND i.objsubid OPERATOR(pg_catalog.=) 0;
-    END LOOP;
-END $monitor$;
+SELECT inbox.grant_keeping_initial_privileges(
+    'pg_catalog.pg_class', v::pg_catalog.regclass,
+    pg_catalog.format('GRANT SELECT ON %s TO %%s', v),
+    ARRAY(SELECT a.grantee::pg_catalog.regrole
+          FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+          WHERE c.oid OPERATOR(pg_catalog.=) 'inbox.stats'::pg_catalog.regclass
+            AND a.privilege_type OPERATOR(pg_catalog.=) 'SELECT'
+            AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+            AND a.grantee OPERATOR(pg_catalog.<>) 0
+            AND pg_catalog.has_table_privilege(a.grantee, 'inbox.workers', 'SELECT')))
+FROM pg_catalog.unnest(ARRAY['inbox.outbox', 'inbox.outbox_stats', 'inbox.streams']) v;
+DROP FUNCTION inbox.grant_keeping_initial_privileges(regclass, oid, text, regrole[]);
 
 -- grant_access, replaced in place (its grants stay): 'operate' includes reset_consumer,
 -- schedule_purge and unschedule_purge (with pg_cron, the purge it may run by hand) and
