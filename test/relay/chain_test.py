@@ -45,7 +45,7 @@ import psycopg
 
 from harness import (RELAY_ROLE, EventLog, Relay, amqp_connection, amqp_sink, claim_flag,
                      connect_when_up, create_database, declare_exchange, fail, read_events,
-                     restart_commands, restart_rabbitmq, start_clock, wait_for)
+                     restart_commands, restart_rabbitmq, scenario_parser, start_clock, wait_for)
 
 DEADLINE_SECONDS = 110  # each chain; the suite must stay under two minutes
 ACCOUNTS = 12
@@ -522,11 +522,7 @@ def main():
         start_clock(DEADLINE_SECONDS)
         consume(args)
         return
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--relay", required=True)
-    parser.add_argument("--pghost", required=True)
-    parser.add_argument("--amqp-port", type=int, required=True)
-    parser.add_argument("--work", required=True)
+    parser = scenario_parser()
     parser.add_argument("--compare", action="store_true")
     parser.add_argument("--commit-deaths", type=int, default=1)
     args = parser.parse_args()

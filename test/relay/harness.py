@@ -3,6 +3,7 @@ that survives PostgreSQL's restart, inbox-relay processes, exchanges, the comman
 PostgreSQL and RabbitMQ (written by test/relay/run.sh), and, for the consumer processes that the
 scenarios kill, their event logs and flag files."""
 
+import argparse
 import os
 import subprocess
 import time
@@ -15,6 +16,16 @@ RELAY_ROLE = "outbox_relay"
 RELAY_OPTIONS = ["--batch", "50", "--lease", "3", "--retry-after", "0.3", "--poll", "0.5"]
 
 deadline = time.monotonic() + 110  # a scenario sets its own with start_clock
+
+
+def scenario_parser():
+    """The arguments test/relay/run.sh gives every scenario; a scenario adds its own."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--relay", required=True, help="inbox-relay as installed")
+    parser.add_argument("--pghost", required=True)
+    parser.add_argument("--amqp-port", type=int, required=True)
+    parser.add_argument("--work", required=True)
+    return parser
 
 
 def start_clock(seconds):

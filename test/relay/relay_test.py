@@ -22,7 +22,6 @@ Then the HTTP sink against a recording endpoint that answers 500 to the first re
 messages: every id arrives in Idempotency-Key, a 500 is retried and then done.
 """
 
-import argparse
 import collections
 import http.server
 import json
@@ -38,8 +37,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from harness import (RELAY_ROLE, Relay, amqp_connection, amqp_sink, create_database,
-                     declare_exchange, fail, restart_commands, restart_rabbitmq, seconds_left,
-                     start_clock, wait_for)
+                     declare_exchange, fail, restart_commands, restart_rabbitmq, scenario_parser,
+                     seconds_left, start_clock, wait_for)
 
 DEADLINE_SECONDS = 110  # the whole run; the suite must stay under two minutes
 DATABASE = "relay_test"
@@ -347,11 +346,7 @@ def run_http(args, db, producer):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--relay", required=True)
-    parser.add_argument("--pghost", required=True)
-    parser.add_argument("--amqp-port", type=int, required=True)
-    parser.add_argument("--work", required=True)
+    parser = scenario_parser()
     args = parser.parse_args()
     started = time.monotonic()
     start_clock(DEADLINE_SECONDS)

@@ -14,14 +14,13 @@ it (docs/outbox.md, "Failures"): each take counts an attempt, so a relay that re
 
 Run as a scenario of test/relay/run.sh: test/relay/run.sh WORKDIR BINDIR sink_backoff_test.py"""
 
-import argparse
 import http.server
 import subprocess
 import threading
 import time
 
 from harness import (Relay, create_database, declare_exchange, fail, restart_commands,
-                     start_clock, wait_for)
+                     scenario_parser, start_clock, wait_for)
 
 DATABASE = "sink_backoff"
 OUTAGE_SECONDS = 4
@@ -146,11 +145,7 @@ def bad_conninfo(args):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--relay", required=True)
-    parser.add_argument("--pghost", required=True)
-    parser.add_argument("--amqp-port", type=int, required=True)
-    parser.add_argument("--work", required=True)
+    parser = scenario_parser()
     args = parser.parse_args()
     start_clock(90)
     db = create_database(args.pghost, DATABASE)

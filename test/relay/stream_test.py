@@ -46,7 +46,8 @@ import pika.exceptions
 import psycopg
 
 from harness import (Database, EventLog, amqp_connection, claim_flag, connect_when_up, fail,
-                     read_events, restart_commands, restart_rabbitmq, start_clock, wait_for)
+                     read_events, restart_commands, restart_rabbitmq, scenario_parser, start_clock,
+                     wait_for)
 
 DEADLINE_SECONDS = 150  # the whole run, under load; it takes about 30 s on two busy cores
 DATABASE = "stream_test"
@@ -502,11 +503,7 @@ def main():
         start_clock(DEADLINE_SECONDS)
         consume(args)
         return
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--relay", help="given by test/relay/run.sh to every scenario; unused")
-    parser.add_argument("--pghost", required=True)
-    parser.add_argument("--amqp-port", type=int, required=True)
-    parser.add_argument("--work", required=True)
+    parser = scenario_parser()
     args = parser.parse_args()
     seed = int(os.environ.get("STREAM_SEED", random.SystemRandom().randrange(2**32)))
     print(f"seed {seed} (STREAM_SEED={seed} repeats this run)", flush=True)
