@@ -172,7 +172,13 @@ RelayOptions parse_options(int argc, char** argv) {
         const char* from_environment = std::getenv(std::string(spec.variable).c_str());
         if (!given[index] && !(is_sink && sink_given) && from_environment != nullptr &&
             *from_environment != '\0') {
-            spec.set(options, from_environment);
+            try {
+                spec.set(options, from_environment);
+            } catch (const UsageError& error) {
+                // The variable is what to fix, not the flag the message names.
+                throw UsageError(std::string(error.what()) + " (from " +
+                                 std::string(spec.variable) + ")");
+            }
         }
     }
     if (options.database.empty()) {

@@ -104,4 +104,15 @@ TEST_F(RelayOptionsTest, CommandLinesThatCannotRun) {
     EXPECT_THROW(parse({"--db", "d", "--http", "http://h"}), UsageError);  // a bad variable too
 }
 
+TEST_F(RelayOptionsTest, ABadVariableIsNamedInTheMessage) {
+    setenv("INBOX_RELAY_BATCH", "abc", 1);
+    try {
+        parse({"--db", "d", "--http", "http://h"});
+        FAIL() << "INBOX_RELAY_BATCH=abc was accepted";
+    } catch (const UsageError& error) {
+        EXPECT_NE(std::string(error.what()).find("(from INBOX_RELAY_BATCH)"), std::string::npos)
+            << error.what();
+    }
+}
+
 }  // namespace
