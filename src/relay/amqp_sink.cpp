@@ -228,10 +228,37 @@ void AmqpSink::send(std::vector<OutboxMessage> batch) {
             sent.outcomes[i] = {Delivery::refused,
                                 "exchange " + missing->first + ": " + missing->second};
         } else if (publish_one(sent.messages[i])) {
-            awaited_[next_delivery_tag_++] = {&sent, i};
+            uint64_t tag = next_delivery_tag_++;
+            awaited_[tag] = {&sent, i};
+            if (one_at_a_time_) {
+                await_alone(tag, sent.outcomes[i]);
+            }
         } else {
             // Nothing published on this connection will be confirmed now.
             lose_connection("connection lost while publishing");
+        }
+    }
+    // A whole batch without a channel error: the batches go out pipelined again.
+    if (one_at_a_time_ && connected() && !channel_error_seen_) {
+        one_at_a_time_ = false;
+    }
+    channel_error_seen_ = false;
+}
+
+void AmqpSink::await_alone(uint64_t tag, PublishOutcome& outcome) {
+    while (connected() && channel_open_ && awaited_.contains(tag)) {
+        read_confirm();
+    }
+    if (connected() && !channel_open_) {
+        // This message closed the channel (403 ACCESS_REFUSED to its exchange, say): refused by
+        // itself; the rest of the batch goes on a channel of its own.
+        awaited_.erase(tag);
+        outcome = {Delivery::refused, "closed by the broker: " + channel_error_};
+        channel_error_seen_ = true;
+        try {
+            open_channel();
+        } catch (const SinkError& lost) {
+            lose_connection(lost.what());
         }
     }
 }
@@ -288,7 +315,16 @@ void AmqpSink::read_confirm() {
         amqp_rpc_reply_t reply{};
         reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
         reply.reply = method;
-        lose_connection("closed by the broker: " + reply_error(reply));
+        std::string error = reply_error(reply);
+        if (method.id == AMQP_CONNECTION_CLOSE_METHOD || !one_at_a_time_) {
+            // Which publication closed the channel is not known, and the broker dropped the
+            // ones after it: all go again, and the batches after this one go out a message at
+            // a time, each awaiting its confirm, until one has no channel error.
+            one_at_a_time_ = method.id == AMQP_CHANNEL_CLOSE_METHOD;
+            lose_connection("closed by the broker: " + error);
+        } else {
+            channel_error_ = error;  // await_alone refuses the message it awaits
+        }
     }
 }
 

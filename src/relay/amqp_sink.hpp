@@ -49,6 +49,9 @@ class AmqpSink : public Sink {
     // the RPC), or why not.
     std::string exchange_error(const std::string& exchange);
     bool publish_one(const OutboxMessage& message);
+    // Reads confirms until the publication `tag` is answered; if it closed the channel instead,
+    // it is refused with the broker's reason and a new channel is opened.
+    void await_alone(uint64_t tag, PublishOutcome& outcome);
     // Reads the broker's next confirm (or the connection's end) and settles what it answers.
     void read_confirm();
     void settle(uint64_t tag, bool multiple, const PublishOutcome& answer);
@@ -63,6 +66,12 @@ class AmqpSink : public Sink {
     uint64_t next_delivery_tag_ = 1;       // confirms number the channel's publications from 1
     std::map<uint64_t, Awaited> awaited_;  // by delivery tag
     std::set<std::string> known_exchanges_;
+    // After a channel closed by the broker (an exchange the user may not write to): each
+    // message is published alone and awaited, so that the one the broker refuses is refused by
+    // itself and the others of its batch go out, not all of them again and again until dead.
+    bool one_at_a_time_ = false;
+    bool channel_error_seen_ = false;  // in the batch being sent one at a time
+    std::string channel_error_;        // the broker's reason for the last channel close
 };
 
 }  // namespace inbox_relay

@@ -4,9 +4,13 @@ it (docs/outbox.md, "Failures"): each take counts an attempt, so a relay that re
 
 - HTTP: an endpoint that refuses connections for 4 s: no message is taken meanwhile, none dies,
   and all are delivered, once each, when it answers.
-- RabbitMQ: a broker that takes the relay's connection but closes its channel at every batch (a
-  user without write access to one exchange): the delay doubles at each loss (it used to be
-  reset at every connection), so after 4 s no message has used up its attempts.
+- HTTP: an endpoint that accepts connections and closes them: the delay doubles at each batch
+  lost, a connection that works does not reset it (it used to, and every message was dead
+  within a second).
+- RabbitMQ: a broker that closes the relay's channel at a message (a user without write access
+  to its exchange): the batch goes again a message at a time, so that that message is refused
+  by itself (403) and the others of the batch are delivered; it used to lose the whole batch with
+  the channel, every time, until every message of the batch was dead.
 - RabbitMQ: a message that AMQP cannot carry (a header name over 255 bytes, headers over a
   frame) is refused by itself; it used to break the connection under the rest of its batch,
   every time it was taken, until every message of the batch was dead.
@@ -15,6 +19,7 @@ it (docs/outbox.md, "Failures"): each take counts an attempt, so a relay that re
 Run as a scenario of test/relay/run.sh: test/relay/run.sh WORKDIR BINDIR sink_backoff_test.py"""
 
 import http.server
+import socketserver
 import subprocess
 import threading
 import time
@@ -75,30 +80,66 @@ def http_outage(args, db):
           f"{max(a for _, a in rows)} times meanwhile, delivered once each")
 
 
+def http_closing_endpoint(args, db):
+    # Accepts each connection and closes it: every connection works, no batch is answered.
+    server = socketserver.TCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for i in range(3):
+        db.query("SELECT inbox.send('closing', %s::jsonb)", (f'{{"n": {i}}}',))
+    relay = Relay(args, DATABASE, "relay-closing",
+                  ["--http", f"http://127.0.0.1:{server.server_address[1]}/"],
+                  ["--destinations", "closing"])
+    relay.start()
+    time.sleep(OUTAGE_SECONDS)
+    stopped = relay.stop(15)
+    server.shutdown()
+    server.server_close()
+    if stopped != 0:
+        fail("the relay did not exit 0 on SIGTERM")
+    rows = db.query("SELECT state, attempts FROM inbox.outbox WHERE destination = 'closing'")
+    # A batch lost after a connection that worked doubles the delay too: 0.1 + 0.2 + 0.4 + 0.8
+    # + 1.6 s, at most 6 takes in 4 s (about 40 when each connection reset the delay, every
+    # message dead after 10).
+    if any(state == "dead" or attempts > 6 for state, attempts in rows):
+        fail(f"an endpoint that closes every connection, for {OUTAGE_SECONDS} s: "
+             f"(state, attempts) {rows}")
+    print(f"HTTP: an endpoint that closes every connection, {OUTAGE_SECONDS} s: messages taken "
+          f"{max(a for _, a in rows)} times, none dead")
+
+
 def refused_channel(args, db, rabbitmqctl):
     subprocess.run([*rabbitmqctl, "add_user", "limited", "limited"], check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([*rabbitmqctl, "set_permissions", "-p", "/", "limited", ".*", "^allowed$",
                     ".*"], check=True, stdout=subprocess.DEVNULL)
     declare_exchange(args.amqp_port, "denied")
+    declare_exchange(args.amqp_port, "allowed")
+    # Each denied message first: the broker closes the channel at it, and drops what follows.
     for i in range(3):
         db.query("SELECT inbox.send('denied', %s::jsonb)", (f'{{"n": {i}}}',))
+        db.query("SELECT inbox.send('allowed', %s::jsonb)", (f'{{"n": {i}}}',))
     relay = Relay(args, DATABASE, "relay-denied",
                   ["--amqp", f"amqp://limited:limited@127.0.0.1:{args.amqp_port}/"],
-                  ["--destinations", "denied"])
+                  ["--destinations", "denied,allowed"])
     relay.start()
-    time.sleep(OUTAGE_SECONDS)
-    if relay.stop(15) != 0:
-        fail("the relay did not exit 0 on SIGTERM")
+    try:
+        wait_for("the messages to the allowed exchange delivered", lambda: db.value(
+            "SELECT count(*) FROM inbox.outbox WHERE destination = 'allowed' "
+            "AND state = 'delivered'") == 3)
+    finally:
+        if relay.stop(15) != 0:
+            fail("the relay did not exit 0 on SIGTERM")
     connections = sum(line.startswith("connected to amqp") for line in relay.lines())
-    rows = db.query("SELECT state, attempts FROM inbox.outbox WHERE destination = 'denied'")
-    # 0.1 + 0.2 + 0.4 + 0.8 + 1.6 s: 6 connections in 4 s (about 40 without backoff); 8 leaves
-    # room for a slow machine.
-    if connections > 8 or any(state == "dead" for state, _ in rows):
-        fail(f"channel closed at every batch: {connections} connections in {OUTAGE_SECONDS} s, "
-             f"(state, attempts) {rows}")
-    print(f"RabbitMQ: channel refused at every batch, {connections} connections in "
-          f"{OUTAGE_SECONDS} s, no message dead")
+    allowed = db.query("SELECT attempts FROM inbox.outbox WHERE destination = 'allowed'")
+    denied = db.query("SELECT state, last_error FROM inbox.outbox WHERE destination = 'denied'")
+    # The first batch is lost with the channel; the next goes a message at a time on one
+    # connection, each denied one refused by itself.
+    if connections > 2 or any(attempts > 2 for (attempts,) in allowed) or any(
+            state == "delivered" or "403" not in (error or "") for state, error in denied):
+        fail(f"a channel closed at a denied exchange: {connections} connections, allowed "
+             f"attempts {allowed}, denied {denied}")
+    print(f"RabbitMQ: an exchange the user may not write to refused its messages by themselves "
+          f"(403), the others delivered; {connections} connections")
 
 
 def unpublishable(args, db):
@@ -152,6 +193,7 @@ def main():
     _, rabbitmqctl = restart_commands(args.work)
     bad_conninfo(args)
     http_outage(args, db)
+    http_closing_endpoint(args, db)
     refused_channel(args, db, rabbitmqctl)
     unpublishable(args, db)
     print("sink backoff: passed")
