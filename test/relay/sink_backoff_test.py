@@ -53,6 +53,23 @@ def free_port():
     return port
 
 
+def run_until(relay, what, predicate, then_seconds=0):
+    """Starts the relay, waits until the predicate holds (and then_seconds more), and stops it:
+    SIGTERM, exit status 0."""
+    relay.start()
+    try:
+        wait_for(what, predicate)
+        time.sleep(then_seconds)
+    finally:
+        if relay.stop(15) != 0:
+            fail(f"{what}: the relay did not exit 0 on SIGTERM")
+
+
+def delivered(db, destination):
+    return db.value("SELECT count(*) FROM inbox.outbox WHERE destination = %s "
+                    "AND state = 'delivered'", (destination,))
+
+
 def http_outage(args, db):
     port = free_port()
     ids = [str(db.value("SELECT inbox.send('hooks', %s::jsonb)", (f'{{"n": {i}}}',)))
@@ -67,9 +84,7 @@ def http_outage(args, db):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Endpoint)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        wait_for("the webhooks delivered", lambda: db.value(
-            "SELECT count(*) FROM inbox.outbox WHERE destination = 'hooks' "
-            "AND state = 'delivered'") == len(ids))
+        wait_for("the webhooks delivered", lambda: delivered(db, "hooks") == len(ids))
     finally:
         if relay.stop(15) != 0:
             fail("the HTTP relay did not exit 0 on SIGTERM")
@@ -121,14 +136,8 @@ def refused_channel(args, db, rabbitmqctl):
     relay = Relay(args, DATABASE, "relay-denied",
                   ["--amqp", f"amqp://limited:limited@127.0.0.1:{args.amqp_port}/"],
                   ["--destinations", "denied,allowed"])
-    relay.start()
-    try:
-        wait_for("the messages to the allowed exchange delivered", lambda: db.value(
-            "SELECT count(*) FROM inbox.outbox WHERE destination = 'allowed' "
-            "AND state = 'delivered'") == 3)
-    finally:
-        if relay.stop(15) != 0:
-            fail("the relay did not exit 0 on SIGTERM")
+    run_until(relay, "the messages to the allowed exchange delivered",
+              lambda: delivered(db, "allowed") == 3)
     connections = sum(line.startswith("connected to amqp") for line in relay.lines())
     allowed = db.query("SELECT attempts FROM inbox.outbox WHERE destination = 'allowed'")
     denied = db.query("SELECT state, last_error FROM inbox.outbox WHERE destination = 'denied'")
@@ -153,15 +162,8 @@ def unpublishable(args, db):
     relay = Relay(args, DATABASE, "relay-poison",
                   ["--amqp", f"amqp://guest:guest@127.0.0.1:{args.amqp_port}/"],
                   ["--destinations", "poison"])
-    relay.start()
-    try:
-        wait_for("the publishable messages delivered", lambda: db.value(
-            "SELECT count(*) FROM inbox.outbox WHERE destination = 'poison' "
-            "AND state = 'delivered'") == 2)
-        time.sleep(1)
-    finally:
-        if relay.stop(15) != 0:
-            fail("the relay did not exit 0 on SIGTERM")
+    run_until(relay, "the publishable messages delivered", lambda: delivered(db, "poison") == 2,
+              then_seconds=1)
     rows = db.query("SELECT key, state, attempts FROM inbox.outbox "
                     "WHERE destination = 'poison' ORDER BY key")
     if [(key, state) for key, state, _ in rows] != [
