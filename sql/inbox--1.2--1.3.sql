@@ -659,27 +659,28 @@ COMMENT ON FUNCTION inbox.hidden_cause_consumers() IS
     'as inbox.outbox shows its causes.';
 
 CREATE VIEW inbox.outbox AS
-SELECT m.id, m.destination, m.key,
-       CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
-            WHEN m.leased_by IS NOT NULL AND m.not_before OPERATOR(pg_catalog.>) pg_catalog.now()
-                THEN 'leased'
-            ELSE 'pending' END AS state,
-       m.attempts, m.last_error, m.created_at, NULL::timestamptz AS delivered_at,
-       m.cause_consumer,
-       CASE WHEN (m.cause_consumer OPERATOR(pg_catalog.=)
+SELECT o.id, o.destination, o.key, o.state, o.attempts, o.last_error, o.created_at,
+       o.delivered_at, o.cause_consumer,
+       -- hidden when the caller's list holds the consumer, or is NULL (every consumer's)
+       CASE WHEN (o.cause_consumer OPERATOR(pg_catalog.=)
                   ANY ((SELECT inbox.hidden_cause_consumers())::pg_catalog.text[])) IS NOT FALSE
-            THEN NULL ELSE m.cause_message_id END AS cause_message_id,
-       m.leased_by,
-       CASE WHEN m.dead_at IS NULL THEN m.not_before END AS not_before, m.dead_at
-FROM inbox.outbox_messages m
-UNION ALL
-SELECT d.id, d.destination, d.key, 'delivered', d.attempts, d.last_error, d.created_at,
-       d.delivered_at, d.cause_consumer,
-       CASE WHEN (d.cause_consumer OPERATOR(pg_catalog.=)
-                  ANY ((SELECT inbox.hidden_cause_consumers())::pg_catalog.text[])) IS NOT FALSE
-            THEN NULL ELSE d.cause_message_id END,
-       NULL, NULL, NULL
-FROM inbox.outbox_delivered d;
+            THEN NULL ELSE o.cause_message_id END AS cause_message_id,
+       o.leased_by, o.not_before, o.dead_at
+FROM (
+    SELECT m.id, m.destination, m.key,
+           CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
+                WHEN m.leased_by IS NOT NULL
+                     AND m.not_before OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'leased'
+                ELSE 'pending' END AS state,
+           m.attempts, m.last_error, m.created_at, NULL::timestamptz AS delivered_at,
+           m.cause_consumer, m.cause_message_id, m.leased_by,
+           CASE WHEN m.dead_at IS NULL THEN m.not_before END AS not_before, m.dead_at
+    FROM inbox.outbox_messages m
+    UNION ALL
+    SELECT d.id, d.destination, d.key, 'delivered', d.attempts, d.last_error, d.created_at,
+           d.delivered_at, d.cause_consumer, d.cause_message_id, NULL, NULL, NULL
+    FROM inbox.outbox_delivered d
+) o;
 COMMENT ON VIEW inbox.outbox IS
     'Every outgoing message without its payload: state pending, leased, delivered or dead; '
     'not_before is the end of its lease, or when it is taken again after a failure.';
