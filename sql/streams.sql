@@ -43,7 +43,11 @@ SELECT inbox.claim_position('accounts', 'account-42', 1, true) AS first;
 SELECT inbox.claim_position('accounts', 'account-42', 3, true) AS skipped_two;
 SELECT inbox.claim_position('accounts', 'account-42', 2, true) AS second;
 SELECT inbox.claim_position('accounts', 'account-42', 2, true) AS second_again;
+-- Position 0 is before a contiguous stream's first: refused (an aggregate numbered from 0 would
+-- otherwise skip its first event as a duplicate), alone or in a batch, on a new stream or not.
 SELECT inbox.claim_position('accounts', 'account-42', 0, true) AS below_the_first;
+SELECT inbox.claim_positions('accounts', 'account-0', ARRAY[2, 1, 0], true) AS below_the_first;
+SELECT inbox.stream_position('accounts', 'account-0') AS nothing_claimed;
 SELECT inbox.claim_position('accounts', 'account-42', 3, true) AS third;
 SELECT inbox.stream_position('accounts', 'account-42') AS at_three;
 

@@ -227,6 +227,18 @@ bool contiguous_argument(FunctionCallInfo fcinfo, int argno) {
     return PG_GETARG_BOOL(argno);
 }
 
+// A contiguous stream starts at 1: a position below (0) is refused rather than answered
+// 'duplicate', which would skip the first event of an aggregate numbered from 0.
+void require_contiguous_position(int64 lowest, bool contiguous) {
+    if (contiguous && lowest < inbox::first_contiguous_position)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("a contiguous position must be at least " INT64_FORMAT
+                               ", not " INT64_FORMAT,
+                               static_cast<int64>(inbox::first_contiguous_position), lowest),
+                        errhint("Number an aggregate's events from 1; offsets that start at 0 "
+                                "(a Kafka partition) are claimed without contiguous.")));
+}
+
 }  // namespace
 
 extern "C" {
@@ -242,6 +254,7 @@ PGDLLEXPORT Datum inbox_claim_position(PG_FUNCTION_ARGS) {
     pg::require_argument(fcinfo, 2, "position");
     int64 position = require_position_value(PG_GETARG_INT64(2), "position");
     bool contiguous = contiguous_argument(fcinfo, 3);
+    require_contiguous_position(position, contiguous);
 
     pg::spi_connect();
     Consumer consumer;
@@ -264,6 +277,7 @@ PGDLLEXPORT Datum inbox_claim_positions(PG_FUNCTION_ARGS) {
     int count = 0;
     int64* positions = require_positions(fcinfo, 2, &count);
     bool contiguous = contiguous_argument(fcinfo, 3);
+    if (count > 0) require_contiguous_position(positions[0], contiguous);
 
     pg::spi_connect();
     Consumer consumer;
