@@ -8,15 +8,44 @@
 -- (grant_access's 'monitor', a DBA's own GRANT) keep them, and the initial privileges stay those
 -- of a fresh installation (pg_dump leaves out what pg_init_privs holds: see 1.2's
 -- grant_execute_like). `statements` drops the view, creates it and revokes what a fresh
--- installation revokes. Used by this script only.
+-- installation revokes. The privileges granted on some of its columns (GRANT SELECT (consumer)
+-- ...) are kept too, on the columns that are still there. An object of the user's that depends on
+-- the view (a view, a function written with BEGIN ATOMIC) would make the DROP fail with a hint
+-- that does not apply (CASCADE): the update stops first, saying what to drop and create again.
+-- Used by this script only.
 CREATE FUNCTION inbox.replace_view_keeping_grants(target text, statements text)
 RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     grants text[];
+    column_grants text[];
+    dependents text;
     statement text;
     initial pg_catalog.aclitem[];
 BEGIN
+    SELECT pg_catalog.string_agg(DISTINCT CASE
+               WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+               THEN (SELECT pg_catalog.format('view %s', r.ev_class::pg_catalog.regclass)
+                     FROM pg_catalog.pg_rewrite r WHERE r.oid OPERATOR(pg_catalog.=) d.objid)
+               ELSE pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) END, ', ')
+    INTO dependents
+    FROM pg_catalog.pg_depend d
+    WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+      AND d.refobjid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
+      AND d.deptype OPERATOR(pg_catalog.=) 'n'
+      -- (not the view's own rule, which reads its columns)
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_rewrite r
+                      WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                        AND r.oid OPERATOR(pg_catalog.=) d.objid
+                        AND r.ev_class OPERATOR(pg_catalog.=) target::pg_catalog.regclass);
+    IF dependents IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot update inbox while other objects depend on %', target
+        USING ERRCODE = 'dependent_objects_still_exist',
+              DETAIL = pg_catalog.format('Depending on it: %s. The update creates %s again, its '
+                                         'columns changed.', dependents, target),
+              HINT = 'Drop what depends on it, run ALTER EXTENSION inbox UPDATE, then create it '
+                     'again.';
+    END IF;
     SELECT pg_catalog.array_agg(pg_catalog.format('GRANT %s ON %s TO %s%s', a.privilege_type, target,
                CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
                     ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
@@ -25,7 +54,29 @@ BEGIN
     FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
     WHERE c.oid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner;
+    -- (the column's name first: granted again only where a column of that name is still there)
+    SELECT pg_catalog.array_agg(pg_catalog.format('%s|GRANT %s (%I) ON %s TO %s%s', t.attname,
+               a.privilege_type, t.attname, target,
+               CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                    ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END,
+               CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END))
+    INTO column_grants
+    FROM pg_catalog.pg_class c
+    JOIN pg_catalog.pg_attribute t ON t.attrelid OPERATOR(pg_catalog.=) c.oid
+    CROSS JOIN LATERAL pg_catalog.aclexplode(t.attacl) a
+    WHERE c.oid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
+      AND t.attnum OPERATOR(pg_catalog.>) 0 AND NOT t.attisdropped
+      AND a.grantee OPERATOR(pg_catalog.<>) c.relowner;
     EXECUTE statements;
+    FOREACH statement IN ARRAY coalesce(column_grants, '{}') LOOP
+        IF EXISTS (SELECT FROM pg_catalog.pg_attribute t
+                   WHERE t.attrelid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
+                     AND t.attname OPERATOR(pg_catalog.=) pg_catalog.split_part(statement, '|', 1)
+                     AND NOT t.attisdropped) THEN
+            grants := grants || pg_catalog.substr(statement,
+                pg_catalog.strpos(statement, '|') OPERATOR(pg_catalog.+) 1);
+        END IF;
+    END LOOP;
     SELECT i.initprivs INTO initial FROM pg_catalog.pg_init_privs i
     WHERE i.objoid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
       AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
@@ -37,6 +88,12 @@ BEGIN
     WHERE i.objoid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
       AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
       AND i.objsubid OPERATOR(pg_catalog.=) 0;
+    -- (a fresh installation grants nothing on the view's columns: the grants on them are the
+    -- user's, which pg_dump dumps)
+    DELETE FROM pg_catalog.pg_init_privs i
+    WHERE i.objoid OPERATOR(pg_catalog.=) target::pg_catalog.regclass
+      AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+      AND i.objsubid OPERATOR(pg_catalog.>) 0;
 END $$;
 
 -- ---- consumers' owners by name --------------------------------------------------------------

@@ -34,6 +34,8 @@ $node->safe_psql('shop', q{
 	SELECT inbox.grant_access('dashboard', 'monitor'), inbox.grant_access('ops', 'operate');
 	GRANT USAGE ON SCHEMA inbox TO auditor;
 	GRANT SELECT ON inbox.consumers TO auditor;
+	GRANT SELECT (consumer, owner) ON inbox.consumers TO ops;
+	CREATE VIEW public.owned_consumers AS SELECT consumer FROM inbox.consumers WHERE owner IS NOT NULL;
 } . message_ids_sql(200) . q{
 	SELECT count(inbox.claim(c, i.message_id)) FROM ids i,
 		(VALUES ('billing'), ('shipping'), ('audit'), ('orphan'), ('open')) v(c);
@@ -48,6 +50,15 @@ $node->safe_psql('shop', q{
 		FROM inbox.consumer_registry;
 });
 $node->safe_psql('postgres', 'DROP ROLE dropped_service');
+
+# A view of the user's over inbox.consumers, which the update creates again: the update stops,
+# naming it, and changes nothing; dropped, the update goes through.
+my ($rc, $out, $err) = $node->psql('shop', 'ALTER EXTENSION inbox UPDATE');
+like($err, qr/cannot update inbox while other objects depend on inbox.consumers.*\n.*view public.owned_consumers/,
+	'a view over inbox.consumers stops the update, named');
+is($node->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
+	'1.2', 'and leaves the extension at 1.2');
+$node->safe_psql('shop', 'DROP VIEW public.owned_consumers');
 
 $node->safe_psql('shop', 'ALTER EXTENSION inbox UPDATE');
 is($node->safe_psql('shop', "SELECT extversion FROM pg_extension WHERE extname = 'inbox'"),
@@ -118,6 +129,9 @@ sub check_kept
 		  . ' ' . $node->safe_psql($db, q{SELECT count(*) FROM inbox.consumers},
 			extra_params => [ '-U', 'auditor' ]),
 		'5 5', "$label: the grants on inbox.consumers, by grant_access and by hand, still work");
+	is( $node->safe_psql($db, q{SELECT count(owner) FROM inbox.consumers},
+			extra_params => [ '-U', 'ops' ]),
+		'4', "$label: and those on its columns");
 	is( $node->safe_psql($db, q{
 			SELECT string_agg(has_table_privilege('dashboard', v, 'SELECT')::text, ' ' ORDER BY v)
 			FROM unnest(ARRAY['inbox.outbox', 'inbox.outbox_stats', 'inbox.streams']) v}),
