@@ -11,6 +11,7 @@ extern "C" {
 #include "access/genam.h"
 #include "access/tableam.h"
 #include "access/tupdesc.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "executor/executor.h"
 #include "parser/analyze.h"
@@ -40,6 +41,15 @@ inline AclResult function_aclcheck(Oid function, Oid role, AclMode mode) {
     return object_aclcheck(ProcedureRelationId, function, role, mode);
 #else
     return pg_proc_aclcheck(function, role, mode);
+#endif
+}
+
+// The privilege of role on schema (pg_namespace_aclcheck became object_aclcheck in 16).
+inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
+#if PG_VERSION_NUM >= 160000
+    return object_aclcheck(NamespaceRelationId, schema, role, mode);
+#else
+    return pg_namespace_aclcheck(schema, role, mode);
 #endif
 }
 

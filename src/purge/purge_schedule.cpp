@@ -3,15 +3,18 @@
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "postmaster/postmaster.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "miscadmin.h"
 }
 
 #include "pg/arguments.hpp"
+#include "pg/compat.hpp"
 #include "pg/spi.hpp"
 
 namespace {
@@ -20,6 +23,7 @@ namespace {
 // job name and user).
 constexpr const char* job_name = "inbox-purge";
 constexpr const char* job_command = "CALL inbox.purge()";
+constexpr const char* cron_schema_name = "cron";
 
 // pg_cron's upsert keeps the host and port a job was first scheduled with, so a job scheduled
 // before cron.host was set (to a Unix socket, say) would keep failing to connect. Such a job is
@@ -29,14 +33,32 @@ constexpr const char* unschedule_stale_job =
     "WHERE jobname OPERATOR(pg_catalog.=) $1 AND username OPERATOR(pg_catalog.=) CURRENT_USER "
     "AND (nodename OPERATOR(pg_catalog.<>) $2 OR nodeport OPERATOR(pg_catalog.<>) $3)";
 
+// pg_cron installed, and its functions reachable by the current user: a job is the scheduling
+// role's, scheduled with its privileges. Without USAGE on pg_cron's schema the call would fail
+// inside pg_cron's own query, which says nothing of the grant it needs ('operate' access grants
+// EXECUTE on schedule_purge, never privileges on another extension's schema).
 void require_pg_cron() {
-    if (!OidIsValid(get_extension_oid("pg_cron", true)))
+    // (the extension's own schema is pg_catalog; its functions and tables are in schema cron)
+    Oid schema = OidIsValid(get_extension_oid("pg_cron", true))
+                     ? get_namespace_oid(cron_schema_name, true)
+                     : InvalidOid;
+    if (!OidIsValid(schema))
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("pg_cron is not installed in this database"),
                  errhint("Add pg_cron to shared_preload_libraries and run CREATE EXTENSION pg_cron "
                          "in the database named by cron.database_name, or let the inbox purge "
                          "workers do the purging (inbox.purge_worker).")));
+    if (pg::schema_aclcheck(schema, GetUserId(), ACL_USAGE) != ACLCHECK_OK) {
+        const char* role = GetUserNameFromId(GetUserId(), false);
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("role \"%s\" may not use pg_cron's schema \"%s\"", role,
+                        cron_schema_name),
+                 errhint("The purge's job is the role's own: GRANT USAGE ON SCHEMA %s TO %s; the "
+                         "job also needs to log in as it (docs/operations.md, pg_cron).",
+                         cron_schema_name, quote_identifier(role))));
+    }
 }
 
 // Runs a one-row, one-column query on pg_cron's functions; false when it returned no row.

@@ -69,6 +69,17 @@ $workers->safe_psql(
 	GRANT EXECUTE ON FUNCTION inbox.schedule_purge(text) TO ops;
 	GRANT EXECUTE ON PROCEDURE inbox.purge(bigint) TO ops;
 });
+# 'operate' access grants EXECUTE on schedule_purge, not USAGE on pg_cron's schema: without it,
+# a clear refusal that names the grant, and no job.
+$workers->safe_psql('postgres',
+	"CREATE ROLE operator LOGIN; SELECT inbox.grant_access('operator', 'operate')");
+my ($denied, $denied_out, $denied_err) = $workers->psql('postgres',
+	"SET ROLE operator; SELECT inbox.schedule_purge('* * * * *')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($denied_err,
+	qr/42501: role "operator" may not use pg_cron's schema "cron".*\n.*HINT:.*GRANT USAGE ON SCHEMA cron TO operator/,
+	'an operator without USAGE on pg_cron\'s schema is told the grant it needs');
+is($workers->safe_psql('postgres', "SELECT count(*) FROM cron.job"), '0', 'and no job is made');
 my $ops_job = $workers->safe_psql('postgres',
 	"SET ROLE ops; SELECT inbox.schedule_purge('* * * * *')");
 is($workers->safe_psql('postgres', "SELECT username FROM cron.job WHERE jobid = $ops_job"),
