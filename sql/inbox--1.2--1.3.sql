@@ -495,6 +495,7 @@ DECLARE
     scan_floor inbox.outbox_scan_floor;
     lowest bigint;
     handed_out bigint;
+    sequence_now bigint;
 BEGIN
     PERFORM inbox.relay_on_coordinator('inbox.relay_take()');
     IF relay IS NULL OR max_messages IS NULL OR lease IS NULL THEN
@@ -534,9 +535,16 @@ BEGIN
             SELECT m.ordinal INTO lowest FROM inbox.outbox_messages m
             WHERE m.dead_at IS NULL AND m.ordinal >= scan_floor.floor
             ORDER BY m.ordinal LIMIT 1;
+            -- The sequence below a checkpoint read from it went back (a data-only restore into a
+            -- database that relayed before sets it to the dump's value): its ordinals are handed
+            -- out again, and the messages loaded may lie below the floor. It starts again at 0.
+            SELECT s.last_value - CASE WHEN s.is_called THEN 0 ELSE 1 END INTO sequence_now
+            FROM inbox.outbox_ordinal s;
             UPDATE inbox.outbox_scan_floor
-            SET floor = least(lowest, scan_floor.checkpoint_ordinal + 1),
-                checkpoint_ordinal = handed_out, checkpoint_xid = pg_current_xact_id()
+            SET floor = CASE WHEN sequence_now < scan_floor.checkpoint_ordinal THEN 0
+                             ELSE least(lowest, scan_floor.checkpoint_ordinal + 1) END,
+                checkpoint_ordinal = least(handed_out, sequence_now),
+                checkpoint_xid = pg_current_xact_id()
             RETURNING * INTO scan_floor;
         END IF;
     END IF;
