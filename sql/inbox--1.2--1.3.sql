@@ -907,9 +907,11 @@ COMMENT ON FUNCTION inbox.claim_positions(text, text, bigint[], boolean) IS
     'inbox.claim_position for a polled batch of one stream: returns the positions that are next, '
     'ascending; the stream moves to the last of them at commit.';
 
+-- Not parallel safe: it finds the consumer with a snapshot taken now (GetLatestSnapshot), which
+-- PostgreSQL refuses in parallel mode, in a worker and in the leader alike.
 CREATE FUNCTION inbox.stream_position(consumer text, stream text)
 RETURNS bigint
-LANGUAGE c VOLATILE PARALLEL SAFE
+LANGUAGE c VOLATILE PARALLEL UNSAFE
 AS 'MODULE_PATHNAME', 'inbox_stream_position';
 COMMENT ON FUNCTION inbox.stream_position(text, text) IS
     'The committed position of a stream (NULL: never claimed): a consumer resumes after it.';

@@ -149,3 +149,22 @@ SELECT inbox.claim_position('paged', 'p/1', 2) AS duplicate,
 SELECT count(*) AS rows, max(position) AS position FROM inbox.stream_positions WHERE stream = 'p/1';
 RESET enable_seqscan;
 DELETE FROM inbox.stream_positions;
+
+-- stream_position over many streams, where the planner would scan in parallel: evaluated in the
+-- leader, never in a parallel plan (it reads with a snapshot of its own, which PostgreSQL
+-- refuses in parallel mode).
+SELECT inbox.claim_position('resumer', 'orders/7', 41) AS next;
+CREATE TABLE partitions AS SELECT 'orders/' || g AS stream FROM generate_series(0, 9999) g;
+ANALYZE partitions;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT stream, inbox.stream_position('resumer', stream) AS position FROM partitions
+WHERE inbox.stream_position('resumer', stream) IS NOT NULL;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE partitions;
+DELETE FROM inbox.stream_positions;
