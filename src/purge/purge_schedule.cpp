@@ -53,8 +53,7 @@ void require_pg_cron() {
         const char* role = GetUserNameFromId(GetUserId(), false);
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("role \"%s\" may not use pg_cron's schema \"%s\"", role,
-                        cron_schema_name),
+                 errmsg("role \"%s\" may not use pg_cron's schema \"%s\"", role, cron_schema_name),
                  errhint("The purge's job is the role's own: GRANT USAGE ON SCHEMA %s TO %s; the "
                          "job also needs to log in as it (docs/operations.md, pg_cron).",
                          cron_schema_name, quote_identifier(role))));
