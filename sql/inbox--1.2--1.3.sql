@@ -680,6 +680,18 @@ BEGIN
         RAISE EXCEPTION 'ids must not be NULL'
         USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- A dead message at the head of its key again must not go out beside a later message of its
+    -- key that a take is leasing now: that take's lease is not committed, so the next take would
+    -- not see it and would take the released one too. The other undelivered messages of the
+    -- keys are locked first, which waits for such a take to commit; the takes that follow see its
+    -- lease, and hold the released message back until that one is settled.
+    PERFORM FROM inbox.outbox_messages e
+    WHERE e.key IS NOT NULL AND e.dead_at IS NULL
+      AND (e.destination, e.key) IN (SELECT d.destination, d.key FROM inbox.outbox_messages d
+                                     WHERE d.id = ANY (ids) AND d.dead_at IS NOT NULL
+                                       AND d.key IS NOT NULL)
+    ORDER BY e.ordinal
+    FOR UPDATE OF e;
     WITH pending_again AS (
         UPDATE inbox.outbox_messages m
         SET dead_at = NULL, attempts = 0, leased_by = NULL, not_before = clock_timestamp()
