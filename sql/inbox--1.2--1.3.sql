@@ -629,8 +629,12 @@ END $$;
 COMMENT ON FUNCTION inbox.relay_done(uuid[]) IS
     'Marks messages delivered (the broker confirmed them); returns how many were undelivered.';
 
-CREATE FUNCTION inbox.relay_failed(ids uuid[], error text,
-                                   retry_after interval DEFAULT '10 seconds')
+-- With a relay's name, only the messages that relay still holds: a relay whose lease expired
+-- while it published (a sink stalled past the lease), and that then reports a failure, must not
+-- end the lease of the relay that took the message since, nor make the message dead under it
+-- (its key's next message would go out while it is still being published). inbox-relay names
+-- itself. NULL, as the three-argument form: whoever holds them.
+CREATE FUNCTION inbox.relay_failed(ids uuid[], error text, retry_after interval, relay text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
@@ -658,10 +662,20 @@ BEGIN
     UPDATE inbox.outbox_messages m
     SET last_error = left(error, 1000), leased_by = NULL, not_before = now_ + retry_after,
         dead_at = CASE WHEN m.attempts >= max_attempts THEN now_ END
-    WHERE m.id = ANY (ids) AND m.dead_at IS NULL;
+    WHERE m.id = ANY (ids) AND m.dead_at IS NULL
+      AND (relay_failed.relay IS NULL OR m.leased_by = relay_failed.relay);
     GET DIAGNOSTICS settled = ROW_COUNT;
     RETURN settled;
 END $$;
+COMMENT ON FUNCTION inbox.relay_failed(uuid[], text, interval, text) IS
+    'relay_failed for the messages the named relay still holds (a relay whose lease expired '
+    'leaves the next holder''s lease alone). Returns how many it held.';
+
+CREATE FUNCTION inbox.relay_failed(ids uuid[], error text,
+                                   retry_after interval DEFAULT '10 seconds')
+RETURNS integer
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT inbox.relay_failed(ids, error, retry_after, NULL::text) $$;
 COMMENT ON FUNCTION inbox.relay_failed(uuid[], text, interval) IS
     'Records a failed delivery: the message is taken again after retry_after, or is dead once '
     'taken inbox.outbox_max_attempts times. Returns how many were pending.';
@@ -711,7 +725,7 @@ COMMENT ON FUNCTION inbox.relay_release(uuid[]) IS
     'Returns how many were dead.';
 REVOKE ALL ON FUNCTION inbox.relay_take(text, integer, interval, text[]),
     inbox.relay_done(uuid[]), inbox.relay_failed(uuid[], text, interval),
-    inbox.relay_release(uuid[]) FROM PUBLIC;
+    inbox.relay_failed(uuid[], text, interval, text), inbox.relay_release(uuid[]) FROM PUBLIC;
 
 -- The message ids of an owned consumer are its service's data (docs/security.md): the cause of a
 -- message shows its message id to the roles that may act for the consumer and to the monitoring
@@ -1009,7 +1023,7 @@ BEGIN
         WHEN 'relay' THEN
             'EXECUTE ON FUNCTION inbox.relay_take(text, integer, interval, text[]), '
             'inbox.relay_done(uuid[]), inbox.relay_failed(uuid[], text, interval), '
-            'inbox.relay_release(uuid[])'
+            'inbox.relay_failed(uuid[], text, interval, text), inbox.relay_release(uuid[])'
         WHEN 'operate' THEN
             'EXECUTE ON FUNCTION inbox.forget(text, text), inbox.stats_reset(), '
             'inbox.configure_consumer(text, interval, integer, regrole), '

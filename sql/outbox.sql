@@ -197,6 +197,10 @@ SELECT count(*) FROM inbox.outbox_messages;
 SELECT count(*) FROM inbox.outbox_delivered;
 SELECT count(*) FROM inbox.relay_take('monitor');
 RESET ROLE;
+-- 'relay' includes relay_failed's form with the relay's name (inbox-relay's).
+SET ROLE regress_outbox_relay;
+SELECT inbox.relay_failed('{}', 'e', '0', 'relay-1') AS named_form;
+RESET ROLE;
 -- The relay's functions check first that this is no Citus worker node: nothing to refuse on one
 -- node; not for PUBLIC.
 SELECT inbox.relay_on_coordinator('inbox.relay_take()');

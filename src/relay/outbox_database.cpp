@@ -59,8 +59,10 @@ constexpr const char* take_statement =
     "     WITH ORDINALITY t "
     "ORDER BY t.ordinality";
 constexpr const char* done_statement = "SELECT inbox.relay_done($1::uuid[])";
+// With the relay's name: a relay whose lease expired while its sink stalled leaves alone the
+// messages another relay took since.
 constexpr const char* failed_statement =
-    "SELECT inbox.relay_failed($1::uuid[], $2, $3::float8 * interval '1 second')";
+    "SELECT inbox.relay_failed($1::uuid[], $2, $3::float8 * interval '1 second', $4)";
 
 // An array literal of the given texts, each quoted (a destination may hold any character).
 std::string array_literal(const std::vector<std::string>& items) {
@@ -132,7 +134,7 @@ void OutboxDatabase::connect() {
     PQclear(execute("LISTEN inbox_outbox", {}));
     prepare(take_name, take_statement, 4);
     prepare(done_name, done_statement, 1);
-    prepare(failed_name, failed_statement, 3);
+    prepare(failed_name, failed_statement, 4);
 }
 
 void OutboxDatabase::prepare(const char* name, const char* statement, int parameter_count) {
@@ -252,7 +254,8 @@ void OutboxDatabase::mark_done(const std::vector<std::string>& ids) {
 void OutboxDatabase::mark_failed(const std::vector<std::string>& ids, const std::string& error,
                                  double retry_after_seconds) {
     std::string retry_after = std::to_string(retry_after_seconds);
-    PQclear(execute_settling(failed_name, ids, {error.c_str(), retry_after.c_str()}));
+    PQclear(execute_settling(failed_name, ids,
+                             {error.c_str(), retry_after.c_str(), relay_name_.c_str()}));
 }
 
 LagReading OutboxDatabase::read_lag() {
