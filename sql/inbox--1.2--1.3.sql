@@ -472,6 +472,24 @@ COMMENT ON FUNCTION inbox.relay_on_coordinator(text) IS
     'Fails (55000) on a Citus worker node: the relay''s functions run on the coordinator.';
 REVOKE ALL ON FUNCTION inbox.relay_on_coordinator(text) FROM PUBLIC;
 
+-- inbox.outbox_max_attempts as the relay's functions read it (10 unless set). Without the
+-- library the setting is a placeholder: checked here as the library checks it. Not PUBLIC.
+CREATE FUNCTION inbox.outbox_max_attempts()
+RETURNS integer
+LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    max_attempts integer := coalesce(nullif(current_setting('inbox.outbox_max_attempts', true),
+                                            ''), '10')::integer;
+BEGIN
+    IF max_attempts < 1 THEN
+        RAISE EXCEPTION 'inbox.outbox_max_attempts must be at least 1, not %', max_attempts
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN max_attempts;
+END $$;
+REVOKE ALL ON FUNCTION inbox.outbox_max_attempts() FROM PUBLIC;
+
 -- The relay protocol: take (a lease), then done or failed. Relays side by side take disjoint
 -- messages (SKIP LOCKED, and the lease that the taking transaction commits). A keyed message is
 -- taken only when it is the head of its key, the earliest undelivered one that is not dead: one
@@ -496,6 +514,7 @@ DECLARE
     lowest bigint;
     handed_out bigint;
     sequence_now bigint;
+    max_attempts integer := inbox.outbox_max_attempts();
 BEGIN
     PERFORM inbox.relay_on_coordinator('inbox.relay_take()');
     IF relay IS NULL OR max_messages IS NULL OR lease IS NULL THEN
@@ -570,16 +589,28 @@ BEGIN
     -- primary key descends its index once a message. A locked candidate cannot move; one updated
     -- since this statement's snapshot (released, failed) is not found at its address and is left
     -- for the next take.
+    -- A candidate whose lease expired after inbox.outbox_max_attempts takes (each relay that took
+    -- it stopped before settling it: a message that crashes its relay) is dead instead, as
+    -- relay_failed makes a message dead after that many: it no longer holds its key back.
     leased AS (
         UPDATE inbox.outbox_messages o
-        SET leased_by = relay_take.relay, not_before = now_ + relay_take.lease,
-            attempts = o.attempts + 1
+        SET leased_by = CASE WHEN o.leased_by IS NULL OR o.attempts < max_attempts
+                             THEN relay_take.relay END,
+            not_before = now_ + relay_take.lease,
+            attempts = CASE WHEN o.leased_by IS NULL OR o.attempts < max_attempts
+                            THEN o.attempts + 1 ELSE o.attempts END,
+            dead_at = CASE WHEN o.leased_by IS NOT NULL AND o.attempts >= max_attempts
+                           THEN now_ END,
+            last_error = CASE WHEN o.leased_by IS NOT NULL AND o.attempts >= max_attempts
+                              THEN format('its lease expired %s times: each relay that took it '
+                                          'stopped before settling it', o.attempts)
+                              ELSE o.last_error END
         WHERE o.ctid = ANY (ARRAY(SELECT c.ctid FROM candidates c))
         RETURNING o.ordinal, o.id, o.destination, o.key, o.headers, o.payload, o.attempts,
-                  o.payload_bytes
+                  o.payload_bytes, o.dead_at
     )
     SELECT l.id, l.destination, l.key, l.headers, l.payload, l.attempts, l.payload_bytes
-    FROM leased l ORDER BY l.ordinal;
+    FROM leased l WHERE l.dead_at IS NULL ORDER BY l.ordinal;
 END $$;
 COMMENT ON FUNCTION inbox.relay_take(text, integer, interval, text[]) IS
     'Leases committed, undelivered messages to a relay, in send order, one per key at a time and '
@@ -652,13 +683,7 @@ BEGIN
         RAISE EXCEPTION 'retry_after must not be negative, not %', retry_after
         USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- The setting without the library is a placeholder: checked here as the library checks it.
-    max_attempts := coalesce(nullif(current_setting('inbox.outbox_max_attempts', true), ''),
-                             '10')::integer;
-    IF max_attempts < 1 THEN
-        RAISE EXCEPTION 'inbox.outbox_max_attempts must be at least 1, not %', max_attempts
-        USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    max_attempts := inbox.outbox_max_attempts();
     UPDATE inbox.outbox_messages m
     SET last_error = left(error, 1000), leased_by = NULL, not_before = now_ + retry_after,
         dead_at = CASE WHEN m.attempts >= max_attempts THEN now_ END

@@ -123,6 +123,22 @@ SELECT leased_by, state FROM inbox.outbox;
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 
+-- A message whose lease expired inbox.outbox_max_attempts times (every relay that took it died
+-- before settling it) is dead at the next take, which leases the next message of its key.
+SET inbox.outbox_max_attempts = 2;
+SELECT inbox.send('q', '"crashes its relay"', 'k') IS NOT NULL,
+       inbox.send('q', '"next"', 'k') IS NOT NULL;
+SELECT payload, attempt FROM inbox.relay_take('relay-1', lease => '1 millisecond');
+SELECT pg_sleep(0.01);
+SELECT payload, attempt FROM inbox.relay_take('relay-2', lease => '1 millisecond');
+SELECT pg_sleep(0.01);
+SELECT payload, attempt FROM inbox.relay_take('relay-3');
+SELECT payload, attempt FROM inbox.relay_take('relay-3');
+SELECT state, attempts, last_error FROM inbox.outbox ORDER BY created_at, state;
+RESET inbox.outbox_max_attempts;
+DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
+
 -- Bad input: a clear error with its SQLSTATE, and nothing written.
 \set VERBOSITY sqlstate
 SELECT inbox.send(NULL, '{}');
