@@ -78,7 +78,7 @@ void resolve_handler(Handler* handler, Oid fn, MemoryContext context) {
 
     // Calling through fmgr skips the executor's privilege check: the caller must be allowed to
     // execute fn, exactly as if it had called fn itself.
-    AclResult acl = pg::function_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+    AclResult acl = pg::object_privilege(ProcedureRelationId, fn, GetUserId(), ACL_EXECUTE);
     if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
     InvokeFunctionExecuteHook(fn);
 

@@ -35,21 +35,14 @@ extern "C" PGDLLEXPORT void _PG_init(void);
 
 namespace pg {
 
-// The privilege of role on function (pg_proc_aclcheck became object_aclcheck in 16).
-inline AclResult function_aclcheck(Oid function, Oid role, AclMode mode) {
+// The privilege of role on a function or a schema (catalog: ProcedureRelationId or
+// NamespaceRelationId): pg_proc_aclcheck and pg_namespace_aclcheck became object_aclcheck in 16.
+inline AclResult object_privilege(Oid catalog, Oid object, Oid role, AclMode mode) {
 #if PG_VERSION_NUM >= 160000
-    return object_aclcheck(ProcedureRelationId, function, role, mode);
+    return object_aclcheck(catalog, object, role, mode);
 #else
-    return pg_proc_aclcheck(function, role, mode);
-#endif
-}
-
-// The privilege of role on schema (pg_namespace_aclcheck became object_aclcheck in 16).
-inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
-#if PG_VERSION_NUM >= 160000
-    return object_aclcheck(NamespaceRelationId, schema, role, mode);
-#else
-    return pg_namespace_aclcheck(schema, role, mode);
+    return catalog == NamespaceRelationId ? pg_namespace_aclcheck(object, role, mode)
+                                          : pg_proc_aclcheck(object, role, mode);
 #endif
 }
 

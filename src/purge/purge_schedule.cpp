@@ -49,7 +49,7 @@ void require_pg_cron() {
                  errhint("Add pg_cron to shared_preload_libraries and run CREATE EXTENSION pg_cron "
                          "in the database named by cron.database_name, or let the inbox purge "
                          "workers do the purging (inbox.purge_worker).")));
-    if (pg::schema_aclcheck(schema, GetUserId(), ACL_USAGE) != ACLCHECK_OK) {
+    if (pg::object_privilege(NamespaceRelationId, schema, GetUserId(), ACL_USAGE) != ACLCHECK_OK) {
         const char* role = GetUserNameFromId(GetUserId(), false);
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -299,7 +299,8 @@ void emit_worker_rows(FunctionCallInfo fcinfo, int columns) {
 void check_worker_status_privilege() {
     List* name = list_make2(makeString(pstrdup("inbox")), makeString(pstrdup("worker_status")));
     Oid function = LookupFuncName(name, 0, nullptr, false);
-    if (pg::function_aclcheck(function, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+    if (pg::object_privilege(ProcedureRelationId, function, GetUserId(), ACL_EXECUTE) !=
+        ACLCHECK_OK)
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("permission denied to read the status of the purge workers"),
                         errdetail("Reading it takes EXECUTE on inbox.worker_status()."),

@@ -13,7 +13,8 @@ extern "C" {
 void check_counters_privilege() {
     List* name = list_make2(makeString(pstrdup("inbox")), makeString(pstrdup("stats_counters")));
     Oid function = LookupFuncName(name, 0, nullptr, false);
-    if (pg::function_aclcheck(function, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+    if (pg::object_privilege(ProcedureRelationId, function, GetUserId(), ACL_EXECUTE) !=
+        ACLCHECK_OK)
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("permission denied to read the inbox counters"),
                         errdetail("Reading them takes EXECUTE on inbox.stats_counters()."),
