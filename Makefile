@@ -15,7 +15,7 @@ DATA_built = sql/inbox--1.2.sql sql/inbox--1.3.sql
 # and isolation tests start temporary instances that preload the library, the TAP tests start
 # their own nodes). One suite alone: `make installcheck ISOLATION= TAP_TESTS=` (regress),
 # `REGRESS= TAP_TESTS=` (isolation), `REGRESS= ISOLATION=` (TAP); one file: `REGRESS=purge`.
-REGRESS = claim claim_table_changes apply forget bad_input privileges configure_consumer upsert_versioned insert_once stats purge purge_bursts hostile_search_path layout_1_0 schema_guard outcomes handler_name drop_extension messages_delete consumer_registration consumer_owners outbox outbox_backlog outbox_cause outbox_retention outbox_sql_edition outbox_many_keys streams stream_table_changes
+REGRESS = claim claim_table_changes apply forget bad_input privileges configure_consumer upsert_versioned insert_once stats purge purge_bursts hostile_search_path layout_1_0 schema_guard outcomes handler_name drop_extension messages_delete consumer_registration consumer_owners outbox outbox_backlog outbox_cause outbox_retention outbox_sql_edition outbox_take_editions outbox_many_keys streams stream_table_changes
 # The test databases are UTF8 with the C locale, whatever the caller's environment says.
 ENCODING = UTF8
 NO_LOCALE = 1

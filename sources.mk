@@ -9,6 +9,7 @@ INBOX_SOURCES = \
 	src/pg/table_shape.cpp \
 	src/pg/relcache_invalidation.cpp \
 	src/pg/speculative_insert.cpp \
+	src/pg/index_writer.cpp \
 	src/pg/state_file.cpp \
 	src/pg/subtransaction.cpp \
 	src/pg/strong_random.cpp \
@@ -26,6 +27,7 @@ INBOX_SOURCES = \
 	src/store/consumer_registration.cpp \
 	src/store/consumer_registry.cpp \
 	src/store/messages_delete.cpp \
+	src/store/outbox_table.cpp \
 	src/store/outbox_insert.cpp \
 	src/stats/details_visibility.cpp \
 	src/stats/stats_table.cpp \
@@ -73,4 +75,6 @@ INBOX_SOURCES = \
 	src/outbox/key_order_lock.cpp \
 	src/outbox/send.cpp \
 	src/outbox/relay_on_coordinator.cpp \
+	src/outbox/direct_take.cpp \
+	src/outbox/relay_take.cpp \
 	src/module.cpp

@@ -490,31 +490,20 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION inbox.outbox_max_attempts() FROM PUBLIC;
 
--- The relay protocol: take (a lease), then done or failed. Relays side by side take disjoint
--- messages (SKIP LOCKED, and the lease that the taking transaction commits). A keyed message is
--- taken only when it is the head of its key, the earliest undelivered one that is not dead: one
--- message of a key at a time, in commit order. Every committed undelivered message is looked at,
--- whatever its ordinal (no "all below this one is done" watermark, which skips a transaction
--- that commits after a later-numbered one). Called in READ COMMITTED.
-CREATE FUNCTION inbox.relay_take(relay text, max_messages integer DEFAULT 100,
-                                 lease interval DEFAULT '30 seconds',
-                                 destinations text[] DEFAULT NULL)
-RETURNS TABLE (id uuid, destination text, key text, headers jsonb, payload jsonb, attempt integer,
-               payload_bytes bytea)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
--- Whatever the statistics say, the candidates are read in the order of the undelivered index, up
--- to the limit, never sorted from a scan of every pending row; and a batch is too short for JIT.
--- One generic plan from the first call: the plan does not depend on the arguments, and a custom
--- one, planned again at every call, took 3% of a relay's database time.
-SET enable_sort = off SET jit = off SET plan_cache_mode = force_generic_plan
+-- The checks of relay_take's arguments, and its scan floor, moved up when its checkpoint has
+-- matured (inbox.outbox_scan_floor): where the take's scan starts. The first half of both forms
+-- of the take, the library's (src/outbox/relay_take.cpp) and the SQL edition's
+-- (inbox.relay_take_messages). Not PUBLIC: relay_take calls it as the extension's owner.
+CREATE FUNCTION inbox.relay_take_floor(relay text, max_messages integer, lease interval)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    now_ timestamptz := clock_timestamp();
     scan_floor inbox.outbox_scan_floor;
     lowest bigint;
     handed_out bigint;
     sequence_now bigint;
-    max_attempts integer := inbox.outbox_max_attempts();
 BEGIN
     PERFORM inbox.relay_on_coordinator('inbox.relay_take()');
     IF relay IS NULL OR max_messages IS NULL OR lease IS NULL THEN
@@ -567,12 +556,37 @@ BEGIN
             RETURNING * INTO scan_floor;
         END IF;
     END IF;
+    RETURN scan_floor.floor;
+END $$;
+REVOKE ALL ON FUNCTION inbox.relay_take_floor(text, integer, interval) FROM PUBLIC;
+
+-- relay_take as the SQL edition (1.4, a server that loads no library) serves it: one statement
+-- that locks the candidates (SKIP LOCKED) and leases them. The library's relay_take does the same
+-- in C (src/outbox/relay_take.cpp), reading the undelivered index once and leasing each message
+-- with one update; regress outbox_take_editions holds the two to the same answers. Not PUBLIC.
+CREATE FUNCTION inbox.relay_take_messages(relay text, max_messages integer, lease interval,
+                                          destinations text[])
+RETURNS TABLE (id uuid, destination text, key text, headers jsonb, payload jsonb, attempt integer,
+               payload_bytes bytea)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp
+-- Whatever the statistics say, the candidates are read in the order of the undelivered index, up
+-- to the limit, never sorted from a scan of every pending row; and a batch is too short for JIT.
+-- One generic plan from the first call: the plan does not depend on the arguments, and a custom
+-- one, planned again at every call, took 3% of a relay's database time.
+SET enable_sort = off SET jit = off SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    now_ timestamptz := clock_timestamp();
+    scan_floor bigint := inbox.relay_take_floor(relay, max_messages, lease);
+    max_attempts integer := inbox.outbox_max_attempts();
+BEGIN
     RETURN QUERY
     WITH candidates AS (
         SELECT m.ctid, m.ordinal FROM inbox.outbox_messages m
         WHERE m.dead_at IS NULL AND m.not_before <= now_
-          AND m.ordinal >= scan_floor.floor
-          AND (relay_take.destinations IS NULL OR m.destination = ANY (relay_take.destinations))
+          AND m.ordinal >= scan_floor
+          AND (relay_take_messages.destinations IS NULL
+               OR m.destination = ANY (relay_take_messages.destinations))
           -- the head of its key, and no other message of the key in flight (a released dead
           -- one goes out again only after the one leased meanwhile is settled)
           AND (m.key IS NULL OR NOT EXISTS (
@@ -582,7 +596,7 @@ BEGIN
                   AND (e.ordinal < m.ordinal
                        OR (e.leased_by IS NOT NULL AND e.not_before > now_))))
         ORDER BY m.ordinal
-        LIMIT relay_take.max_messages
+        LIMIT relay_take_messages.max_messages
         FOR UPDATE OF m SKIP LOCKED
     ),
     -- By row address: a join with the candidates could hash the whole table, and a lookup by
@@ -595,8 +609,8 @@ BEGIN
     leased AS (
         UPDATE inbox.outbox_messages o
         SET leased_by = CASE WHEN o.leased_by IS NULL OR o.attempts < max_attempts
-                             THEN relay_take.relay END,
-            not_before = now_ + relay_take.lease,
+                             THEN relay_take_messages.relay END,
+            not_before = now_ + relay_take_messages.lease,
             attempts = CASE WHEN o.leased_by IS NULL OR o.attempts < max_attempts
                             THEN o.attempts + 1 ELSE o.attempts END,
             dead_at = CASE WHEN o.leased_by IS NOT NULL AND o.attempts >= max_attempts
@@ -612,6 +626,21 @@ BEGIN
     SELECT l.id, l.destination, l.key, l.headers, l.payload, l.attempts, l.payload_bytes
     FROM leased l WHERE l.dead_at IS NULL ORDER BY l.ordinal;
 END $$;
+REVOKE ALL ON FUNCTION inbox.relay_take_messages(text, integer, interval, text[]) FROM PUBLIC;
+
+-- The relay protocol: take (a lease), then done or failed. Relays side by side take disjoint
+-- messages (SKIP LOCKED, and the lease that the taking transaction commits). A keyed message is
+-- taken only when it is the head of its key, the earliest undelivered one that is not dead: one
+-- message of a key at a time, in commit order. Every committed undelivered message is looked at,
+-- whatever its ordinal (no "all below this one is done" watermark, which skips a transaction
+-- that commits after a later-numbered one). Called in READ COMMITTED.
+CREATE FUNCTION inbox.relay_take(relay text, max_messages integer DEFAULT 100,
+                                 lease interval DEFAULT '30 seconds',
+                                 destinations text[] DEFAULT NULL)
+RETURNS TABLE (id uuid, destination text, key text, headers jsonb, payload jsonb, attempt integer,
+               payload_bytes bytea)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'inbox_relay_take';
 COMMENT ON FUNCTION inbox.relay_take(text, integer, interval, text[]) IS
     'Leases committed, undelivered messages to a relay, in send order, one per key at a time and '
     'in commit order within a key; attempt counts this delivery. Then relay_done or relay_failed.';

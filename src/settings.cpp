@@ -26,6 +26,11 @@ bool allow_drop_with_markers = false;
 int consumer_registration = static_cast<int>(ConsumerRegistration::automatic);
 int stats_max_consumers = 1000;
 int attempts_max_messages = 10000;
+// The outbox's PL/pgSQL functions (the SQL edition has no library) read the value with
+// current_setting('inbox.outbox_max_attempts', true) and take 10 when it is not set; the library's
+// relay_take reads this variable. Defined here so that, with the library loaded (which reserves
+// the prefix), it can be set and is checked.
+int outbox_max_attempts = 10;
 
 namespace {
 
@@ -172,10 +177,6 @@ void define_statistics_settings() {
         &attempts_max_messages, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
-// The outbox is SQL (the SQL edition has no library): its functions read the value with
-// current_setting('inbox.outbox_max_attempts', true) and take 10 when it is not set. Defined here
-// so that, with the library loaded (which reserves the prefix), it can be set and is checked.
-int outbox_max_attempts = 10;
 char* outbox_retention_text = nullptr;
 
 // Zero, in any unit or none ("0", "0s", "0 d"): delivered messages are not kept at all.

@@ -8,6 +8,8 @@ extern int purge_retention_s;
 bool retention_set_for_role();
 // Seconds a delivered outgoing message is kept after delivered_at (inbox.outbox_retention).
 extern int outbox_retention_s;
+// Takes and failures before an outgoing message is dead (inbox.outbox_max_attempts).
+extern int outbox_max_attempts;
 // Markers deleted per batch (one transaction each when the purge commits between batches).
 extern int purge_batch_size;
 // Milliseconds between two purge cycles of a database's worker.

@@ -141,17 +141,19 @@ inline void insert_index_tuples(ResultRelInfo* target, TupleTableSlot* row, ESta
 // only the summarizing indexes' (15 had a boolean for all or none).
 enum class UpdatedIndexes { none, all, summarizing };
 
-// The row at tid, locked by this transaction, updated to row's values (19 added the options).
+// The row at tid updated to row's values; wait: for a transaction that writes or locks it, else
+// TM_BeingModified (19 added the options).
 inline TM_Result update_row(Relation table, ItemPointer tid, TupleTableSlot* row, CommandId cid,
-                            Snapshot snapshot, TM_FailureData* failure, UpdatedIndexes* indexes) {
+                            Snapshot snapshot, bool wait, TM_FailureData* failure,
+                            UpdatedIndexes* indexes) {
     LockTupleMode lock_mode;
 #if PG_VERSION_NUM >= 160000
     TU_UpdateIndexes update_indexes = TU_None;
 #if PG_VERSION_NUM >= 190000
-    TM_Result result = table_tuple_update(table, tid, row, cid, 0, snapshot, InvalidSnapshot, true,
+    TM_Result result = table_tuple_update(table, tid, row, cid, 0, snapshot, InvalidSnapshot, wait,
                                           failure, &lock_mode, &update_indexes);
 #else
-    TM_Result result = table_tuple_update(table, tid, row, cid, snapshot, InvalidSnapshot, true,
+    TM_Result result = table_tuple_update(table, tid, row, cid, snapshot, InvalidSnapshot, wait,
                                           failure, &lock_mode, &update_indexes);
 #endif
     *indexes = update_indexes == TU_None          ? UpdatedIndexes::none
@@ -159,7 +161,7 @@ inline TM_Result update_row(Relation table, ItemPointer tid, TupleTableSlot* row
                                                   : UpdatedIndexes::all;
 #else
     bool update_indexes = false;
-    TM_Result result = table_tuple_update(table, tid, row, cid, snapshot, InvalidSnapshot, true,
+    TM_Result result = table_tuple_update(table, tid, row, cid, snapshot, InvalidSnapshot, wait,
                                           failure, &lock_mode, &update_indexes);
     *indexes = update_indexes ? UpdatedIndexes::all : UpdatedIndexes::none;
 #endif

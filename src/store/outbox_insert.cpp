@@ -15,10 +15,10 @@ extern "C" {
 
 #include "pg/compat.hpp"
 #include "pg/relcache_invalidation.hpp"
-#include "pg/table_shape.hpp"
 #include "pg/spi.hpp"
 #include "store/marker_table.hpp"
 #include "store/outbox_insert.hpp"
+#include "store/outbox_table.hpp"
 
 namespace {
 
@@ -35,44 +35,12 @@ void forget_target(Oid relid) {
         cached_target.found = false;
 }
 
-// The columns as the extension creates them, in this order.
-enum OutboxColumn {
-    ordinal_column,
-    created_at_column,
-    not_before_column,
-    dead_at_column,
-    id_column,
-    attempts_column,
-    destination_column,
-    key_column,
-    leased_by_column,
-    headers_column,
-    payload_column,
-    payload_bytes_column,
-    last_error_column,
-    cause_consumer_column,
-    cause_message_id_column,
-    outbox_columns
-};
-const char* const column_names[outbox_columns] = {
-    "ordinal",  "created_at",    "not_before", "dead_at",        "id",
-    "attempts", "destination",   "key",        "leased_by",      "headers",
-    "payload",  "payload_bytes", "last_error", "cause_consumer", "cause_message_id"};
-const Oid column_types[outbox_columns] = {
-    INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
-    TEXTOID, JSONBOID,       JSONBOID,       BYTEAOID,       TEXTOID, TEXTOID, TEXTOID};
-
 const OutboxTarget* outbox_target() {
     if (cached_target.found) return &cached_target;
     pg::forget_on_relcache_invalidation(forget_target);
     cached_target = {true, find_inbox_relation("outbox_messages", NoLock),
                      find_inbox_relation("outbox_ordinal", NoLock)};
     return &cached_target;
-}
-
-bool plain_table(Relation table) {
-    return pg::plain_table(table) && pg::columns_as_created(RelationGetDescr(table), column_names,
-                                                            column_types, outbox_columns);
 }
 
 // The row of the message: every NOT NULL column has its value, so ExecConstraints has nothing
@@ -133,7 +101,7 @@ bool insert_directly(Oid owner, const Datum values[outgoing_values],
     const OutboxTarget* target = outbox_target();
     // The statement's permission check, made on every insert as the executor makes it: grants
     // and role memberships change without a relcache invalidation.
-    bool direct = RelationGetRelid(table) == target->table && plain_table(table) &&
+    bool direct = RelationGetRelid(table) == target->table && outbox_table_as_created(table) &&
                   pg_class_aclcheck(RelationGetRelid(table), owner, ACL_INSERT) == ACLCHECK_OK;
     if (direct) insert_into(table, target->sequence, values, nulls);
     table_close(table, NoLock);

@@ -20,6 +20,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
+#include "pg/index_writer.hpp"
 #include "pg/relcache_invalidation.hpp"
 #include "pg/speculative_insert.hpp"
 #include "pg/table_shape.hpp"
@@ -130,55 +131,29 @@ bool lock_row(Relation table, ItemPointer tid, CommandId command, TupleTableSlot
     return false;
 }
 
-// The executor's state for the index entries of a row (ExecInsertIndexTuples), which only a new
-// stream, or a move that cannot stay on its page (no HOT update), needs.
-struct IndexWriter {
-    EState* estate;
-    ResultRelInfo* target;
-};
-
-IndexWriter open_index_writer(Relation table, CommandId command, bool speculative) {
-    EState* estate = CreateExecutorState();
-    estate->es_output_cid = command;
-    // The statement's snapshot, as the executor sets it: the conflict check of PostgreSQL 19
-    // reads the conflicting row with it.
-    estate->es_snapshot = GetActiveSnapshot();
-    ResultRelInfo* target = makeNode(ResultRelInfo);
-    // No range table: nothing below reads it (it serves permissions, triggers and the messages
-    // of CHECK constraints, none of which applies here).
-    InitResultRelInfo(target, table, 0, nullptr, 0);
-    ExecOpenIndices(target, speculative);
-    return {estate, target};
-}
-
-void close_index_writer(IndexWriter writer) {
-    ExecCloseIndices(writer.target);
-    FreeExecutorState(writer.estate);
-}
-
 // The locked row at tid moved to the row's values, as ExecUpdate does it: a HOT update when the
 // page has room (no indexed column changes), else with the new version's index entries.
 void move_row(Relation table, ItemPointer tid, CommandId command, TupleTableSlot* row) {
     TM_FailureData failure;
     pg::UpdatedIndexes indexes = pg::UpdatedIndexes::none;
     TM_Result result =
-        pg::update_row(table, tid, row, command, GetActiveSnapshot(), &failure, &indexes);
+        pg::update_row(table, tid, row, command, GetActiveSnapshot(), true, &failure, &indexes);
     if (result != TM_Ok)
         elog(ERROR, "unexpected result %d moving the locked position of a stream", (int)result);
     if (indexes == pg::UpdatedIndexes::none) return;
-    IndexWriter writer = open_index_writer(table, command, false);
+    pg::IndexWriter writer = pg::open_index_writer(table, command, false);
     pg::insert_updated_index_tuples(writer.target, row, writer.estate, indexes);
-    close_index_writer(writer);
+    pg::close_index_writer(writer);
 }
 
 // The stream's first row, as ExecInsert inserts it for ON CONFLICT after a check that found no
 // conflict: false, with nothing inserted, when another transaction inserted the stream meanwhile.
 bool create_row(Relation table, Oid key, CommandId command, TupleTableSlot* row) {
-    IndexWriter writer = open_index_writer(table, command, true);
+    pg::IndexWriter writer = pg::open_index_writer(table, command, true);
     // No index is deferrable (pg::sole_unique_key): nothing to recheck at commit.
     bool inserted =
         pg::insert_speculatively(writer.target, writer.estate, row, list_make1_oid(key));
-    close_index_writer(writer);
+    pg::close_index_writer(writer);
     return inserted;
 }
 

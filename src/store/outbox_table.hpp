@@ -1,0 +1,32 @@
+// inbox.outbox_messages as the extension creates it: its columns, in order, and whether a table
+// still has them, so that a row may be read and written there without a statement (the send's
+// insert, the take's leases).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "utils/relcache.h"
+}
+
+// The columns, numbered from 0 (an attribute number less one).
+enum OutboxColumn {
+    ordinal_column,
+    created_at_column,
+    not_before_column,
+    dead_at_column,
+    id_column,
+    attempts_column,
+    destination_column,
+    key_column,
+    leased_by_column,
+    headers_column,
+    payload_column,
+    payload_bytes_column,
+    last_error_column,
+    cause_consumer_column,
+    cause_message_id_column,
+    outbox_columns
+};
+
+// A plain table (pg::plain_table) with the columns above, of the types the extension gives them.
+bool outbox_table_as_created(Relation table);
