@@ -64,9 +64,12 @@ SELECT count(*) AS taken_after_done FROM inbox.relay_take('relay-1');
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 
--- Destinations filter what a relay takes.
-SELECT inbox.send('a', '1') IS NOT NULL AS sent, inbox.send('b', '2') IS NOT NULL AS sent;
+-- Destinations filter what a relay takes, in whatever collation the relay passes them (the
+-- table's are in "C", byte for byte).
+SELECT inbox.send('a', '1') IS NOT NULL AS sent, inbox.send('b', '2') IS NOT NULL AS sent,
+       inbox.send('c', '3') IS NOT NULL AS sent;
 SELECT destination FROM inbox.relay_take('relay-b', destinations => ARRAY['b']);
+SELECT destination FROM inbox.relay_take('relay-c', destinations => ARRAY['c' COLLATE "POSIX"]);
 SELECT destination FROM inbox.relay_take('relay-any');
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
@@ -233,6 +236,13 @@ SELECT indexrelid::regclass AS index, pg_get_expr(indpred, indrelid) AS over
 FROM pg_index WHERE indrelid IN ('inbox.outbox_messages'::regclass,
                                  'inbox.outbox_delivered'::regclass)
 ORDER BY 1;
+-- The destination and the key compare byte for byte (the index of each key's head is placed
+-- with memcmp at every send, not with the database's collation); the relay's name as any text.
+SELECT a.attrelid::regclass AS relation, attname, collname
+FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation
+WHERE attrelid IN ('inbox.outbox_messages'::regclass, 'inbox.outbox_delivered'::regclass)
+  AND attname IN ('destination', 'key', 'leased_by')
+ORDER BY 1, attnum;
 
 -- inbox.send writes a message without an SQL statement into the table as the extension creates
 -- it; what a statement would do besides (a trigger, a CHECK constraint, row-level security added
