@@ -7,6 +7,7 @@ INBOX_SOURCES = \
 	src/pg/jsonb_object.cpp \
 	src/pg/spi.cpp \
 	src/pg/table_shape.cpp \
+	src/pg/kept_indexes.cpp \
 	src/pg/relcache_invalidation.cpp \
 	src/pg/speculative_insert.cpp \
 	src/pg/index_writer.cpp \

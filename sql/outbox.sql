@@ -277,6 +277,27 @@ SELECT destination FROM inbox.outbox_messages ORDER BY ordinal;
 RESET enable_seqscan;
 DROP TABLE regress_outbox_seen;
 DROP FUNCTION regress_outbox_note();
+-- A send keeps what opening the indexes builds (src/pg/kept_indexes.hpp), and follows the
+-- table's: an index added after sends (here over an expression, for keyed messages) has the
+-- entries of the sends after it, one dropped is no longer opened; every index has an entry for
+-- each of its rows (amcheck).
+CREATE EXTENSION amcheck;
+CREATE FUNCTION outbox_indexes_check() RETURNS TABLE (index regclass, checked boolean)
+LANGUAGE sql AS $$
+    SELECT i.indexrelid::regclass, bt_index_check(i.indexrelid, true) IS NOT NULL
+    FROM pg_index i WHERE i.indrelid = 'inbox.outbox_messages'::regclass ORDER BY 1
+$$;
+SELECT inbox.send('before the index', '{}', 'k') IS NOT NULL AS sent;
+CREATE INDEX regress_outbox_upper ON inbox.outbox_messages (upper(destination))
+    WHERE key IS NOT NULL;
+SELECT inbox.send('with the index', '{}', 'k') IS NOT NULL AS sent,
+       inbox.send('with the index, no key', '{}') IS NOT NULL AS sent;
+SELECT * FROM outbox_indexes_check();
+DROP INDEX inbox.regress_outbox_upper;
+SELECT inbox.send('after the drop', '{}', 'k') IS NOT NULL AS sent;
+SELECT * FROM outbox_indexes_check();
+DROP FUNCTION outbox_indexes_check();
+DROP EXTENSION amcheck;
 
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;

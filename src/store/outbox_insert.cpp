@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
+#include "pg/kept_indexes.hpp"
 #include "pg/relcache_invalidation.hpp"
 #include "pg/spi.hpp"
 #include "store/marker_table.hpp"
@@ -30,9 +31,12 @@ struct OutboxTarget {
     Oid sequence;
 };
 OutboxTarget cached_target = {false, InvalidOid, InvalidOid};
+// The table's indexes as a send opens them (see kept_indexes.hpp).
+pg::KeptIndexes outbox_indexes = pg::no_kept_indexes;
 void forget_target(Oid relid) {
     if (relid == InvalidOid || relid == cached_target.table || relid == cached_target.sequence)
         cached_target.found = false;
+    pg::forget_kept_indexes(&outbox_indexes, relid);
 }
 
 const OutboxTarget* outbox_target() {
@@ -77,7 +81,7 @@ void insert_into(Relation table, Oid sequence, const Datum values[outgoing_value
     // No range table: nothing below reads it (it serves permissions, triggers and the messages
     // of CHECK constraints, none of which applies here).
     InitResultRelInfo(target, table, 0, nullptr, 0);
-    ExecOpenIndices(target, false);
+    pg::open_kept_indexes(&outbox_indexes, target);
     TupleTableSlot* row = ExecInitExtraTupleSlot(estate, RelationGetDescr(table), &TTSOpsVirtual);
     fill_row(row, nextval_internal(sequence, true), values, nulls);
     table_tuple_insert(table, row, estate->es_output_cid, 0, nullptr);
