@@ -123,6 +123,17 @@ SELECT count(*) AS locks_of_one_key FROM advisory_locks();
 SELECT inbox.send('ab', '{}', 'c') IS NOT NULL, inbox.send('a', '{}', 'bc') IS NOT NULL;
 SELECT count(*) AS locks_of_three_keys FROM advisory_locks();
 ROLLBACK;
+-- (the destination's length in one, two and three digits)
+BEGIN;
+SELECT count(inbox.send(repeat('d', n), '{}', 'k')) AS sent
+FROM unnest(ARRAY[9, 10, 99, 100, 255]) n;
+SELECT count(*) AS locks_of_the_keys FROM advisory_locks() l
+WHERE EXISTS (SELECT FROM unnest(ARRAY[9, 10, 99, 100, 255]) n,
+                   hashtextextended(octet_length(repeat('d', n))::text || ':' || repeat('d', n)
+                                    || 'k', 7172693807) h
+              WHERE l.classid::bigint = (h >> 32) & 4294967295
+                AND l.objid::bigint = h & 4294967295);
+ROLLBACK;
 
 -- The library's statement is not resolved through the caller's search_path, which the extension's
 -- owner would otherwise run: a nextval of the caller's is not called.

@@ -7,7 +7,6 @@ extern "C" {
 #include "storage/lock.h"
 }
 
-#include <cstdio>
 #include <cstring>
 
 #include "outbox/key_order_lock.hpp"
@@ -37,7 +36,15 @@ uint64 key_lock(const text* destination, const text* key) {
     int destination_bytes = VARSIZE_ANY_EXHDR(destination);
     int key_bytes = VARSIZE_ANY_EXHDR(key);
     char name[16 + 2 * max_outbox_name_bytes];
-    int length = std::snprintf(name, sizeof(name), "%d:", destination_bytes);
+    // The destination's length in decimal, as octet_length(destination)::text writes it (a
+    // snprintf cost a send 800 instructions).
+    int length = 0;
+    char digits[10];
+    int digit_count = 0;
+    for (int rest = destination_bytes; digit_count == 0 || rest > 0; rest /= 10)
+        digits[digit_count++] = static_cast<char>('0' + rest % 10);
+    while (digit_count > 0) name[length++] = digits[--digit_count];
+    name[length++] = ':';
     std::memcpy(name + length, VARDATA_ANY(destination), destination_bytes);
     length += destination_bytes;
     std::memcpy(name + length, VARDATA_ANY(key), key_bytes);
