@@ -41,5 +41,5 @@ routines=exec_execute_message,PortalRun,inbox_send,ExecInsert,heap_insert,ExecIn
 routines+=,ExecConstraints,SPI_connect,SPI_execute_plan,SPI_finish,nextval_internal
 routines+=,pg_advisory_xact_lock_int8,pg_strong_random,Async_Notify,PreCommit_Notify
 routines+=,AtCommit_Notify,CommitTransaction,StartTransaction,standard_ExecutorStart
-routines+=,standard_ExecutorEnd,index_insert,ExecPrepareQual,ExecOpenIndices,ExecCloseIndices
+routines+=,standard_ExecutorEnd,index_insert,ExecPrepareQual,ExecOpenIndices,index_open,ExecCloseIndices
 compare_instructions send insert "$calls" "$warm" "$routines"
