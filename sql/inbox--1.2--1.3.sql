@@ -529,6 +529,8 @@ BEGIN
               HINT = 'Longer than the relay takes to publish a batch: an expired lease hands the '
                      'messages to the next relay.';
     END IF;
+    -- What relay_release waits for, until this transaction ends.
+    LOCK TABLE inbox.outbox_scan_floor IN ROW SHARE MODE;
     -- The floor, moved up when its checkpoint has matured, by the relay that locks its row (the
     -- others read it as it is); each statement below has a snapshot of its own, taken after the
     -- one before, whose xmin is no lower. The next checkpoint: the sequence's value read before
@@ -755,17 +757,20 @@ BEGIN
         USING ERRCODE = 'null_value_not_allowed';
     END IF;
     -- A dead message at the head of its key again must not go out beside a later message of its
-    -- key that a take is leasing now: that take's lease is not committed, so the next take would
-    -- not see it and would take the released one too. The other undelivered messages of the
-    -- keys are locked first, which waits for such a take to commit; the takes that follow see its
-    -- lease, and hold the released message back until that one is settled.
-    PERFORM FROM inbox.outbox_messages e
+    -- key. A take in flight may be leasing that one (its lease not committed, the next take would
+    -- not see it and would take the released one too), or have read the key before this release
+    -- and lease it after (its snapshot still shows the released one dead). Every take holds
+    -- inbox.outbox_scan_floor in ROW SHARE mode until its transaction ends
+    -- (inbox.relay_take_floor): this lock waits for the takes in flight, and the takes that start
+    -- meanwhile wait for this transaction to end, their snapshots taken after it. The other
+    -- undelivered messages of the keys are then written again, unchanged: a take in REPEATABLE
+    -- READ whose snapshot is older fails to serialize on them rather than leasing one.
+    LOCK TABLE inbox.outbox_scan_floor IN EXCLUSIVE MODE;
+    UPDATE inbox.outbox_messages e SET not_before = e.not_before
     WHERE e.key IS NOT NULL AND e.dead_at IS NULL
       AND (e.destination, e.key) IN (SELECT d.destination, d.key FROM inbox.outbox_messages d
                                      WHERE d.id = ANY (ids) AND d.dead_at IS NOT NULL
-                                       AND d.key IS NOT NULL)
-    ORDER BY e.ordinal
-    FOR UPDATE OF e;
+                                       AND d.key IS NOT NULL);
     WITH pending_again AS (
         UPDATE inbox.outbox_messages m
         SET dead_at = NULL, attempts = 0, leased_by = NULL, not_before = clock_timestamp()

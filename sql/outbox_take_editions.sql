@@ -113,6 +113,33 @@ SELECT l.line, l.line = s.line AS same_in_the_sql_edition,
 FROM library l FULL JOIN sql_edition s USING (step) FULL JOIN library_with_trigger t USING (step)
 ORDER BY step;
 
+-- A message this transaction locked before its take (SELECT ... FOR UPDATE) is taken by both.
+CREATE FUNCTION take_own_locked(edition text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM inbox.outbox_messages;
+    PERFORM inbox.send('own', '{"n": 1}');
+    PERFORM FROM inbox.outbox_messages FOR UPDATE;
+    RETURN take_by(edition, 'r1', 10);
+END $$;
+SELECT take_own_locked('library') AS library, take_own_locked('sql') AS sql_edition;
+
+-- A lease is a write: both refuse it in a read-only transaction (25006), as on a standby.
+CREATE FUNCTION take_read_only(edition text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN take_by(edition, 'r1', 10);
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
+SELECT inbox.send('read-only', '{"n": 2}') IS NOT NULL AS sent;
+-- (the floor's checkpoint far ahead: the floor's own FOR UPDATE does not run and refuse first)
+UPDATE inbox.outbox_scan_floor
+SET checkpoint_xid = (pg_current_xact_id()::text::bigint + 1000000)::text::xid8;
+BEGIN READ ONLY;
+SELECT take_read_only('library') AS library, take_read_only('sql') AS sql_edition;
+ROLLBACK;
+
 -- The argument checks are one body for both (inbox.relay_take_floor).
 SELECT * FROM inbox.relay_take(NULL);
 SELECT * FROM inbox.relay_take('');
@@ -124,4 +151,4 @@ DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 UPDATE inbox.outbox_scan_floor SET floor = 0, checkpoint_ordinal = 0, checkpoint_xid = '0';
 DROP FUNCTION take_scenario(text), take_by(text, text, integer, text[]), ids_of(integer[]),
-    expire_leases();
+    expire_leases(), take_own_locked(text), take_read_only(text);

@@ -190,6 +190,11 @@ LeaseOutcome lease(Relation table, TupleTableSlot* found, TupleTableSlot* row,
     pg::UpdatedIndexes indexes = pg::UpdatedIndexes::none;
     TM_Result result =
         pg::update_row(table, &found->tts_tid, row, command, snapshot, false, &failure, &indexes);
+    // A lock of this transaction's own (a SELECT ... FOR UPDATE before the take) holds the take
+    // back no more than it holds back the statement's FOR UPDATE.
+    if (result == TM_BeingModified && TransactionIdIsCurrentTransactionId(failure.xmax))
+        result = pg::update_row(table, &found->tts_tid, row, command, snapshot, true, &failure,
+                                &indexes);
     switch (result) {
         case TM_Ok:
             break;

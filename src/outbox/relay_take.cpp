@@ -8,6 +8,7 @@ extern "C" {
 #include "fmgr.h"
 #include "funcapi.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/timestamp.h"
 }
@@ -82,6 +83,9 @@ PGDLLEXPORT Datum inbox_relay_take(PG_FUNCTION_ARGS) {
     }
     TakeRequest request = {};
     request.scan_floor = scan_floor(arguments);
+    // A lease is a write (25006 in a read-only transaction, on a standby), as the statement's
+    // FOR UPDATE is; the floor's own write is only now and then.
+    PreventCommandIfReadOnly("relay_take()");
     // Not NULL from here: relay_take_floor refused them.
     request.relay = PG_GETARG_TEXT_PP(0);
     request.max_messages = PG_GETARG_INT32(1);
