@@ -97,8 +97,13 @@ SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
 CREATE TEMPORARY TABLE sql_edition AS
 SELECT row_number() OVER () AS step, line FROM take_scenario('sql') line;
 -- A trigger on the table: the library's take leaves it to the statement.
+-- The trigger counts the leases it saw: it runs only if the statement made them.
+CREATE TABLE outbox_leases_seen (leased_by text);
 CREATE FUNCTION outbox_touched() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF NEW.leased_by IS DISTINCT FROM OLD.leased_by AND NEW.leased_by IS NOT NULL THEN
+        INSERT INTO public.outbox_leases_seen VALUES (NEW.leased_by);
+    END IF;
     RETURN NEW;
 END $$;
 CREATE TRIGGER outbox_touched BEFORE UPDATE ON inbox.outbox_messages
@@ -107,6 +112,8 @@ CREATE TEMPORARY TABLE library_with_trigger AS
 SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
 DROP TRIGGER outbox_touched ON inbox.outbox_messages;
 DROP FUNCTION outbox_touched();
+SELECT count(*) AS leases_the_trigger_saw FROM outbox_leases_seen;
+DROP TABLE outbox_leases_seen;
 
 SELECT l.line, l.line = s.line AS same_in_the_sql_edition,
        l.line = t.line AS same_with_a_trigger

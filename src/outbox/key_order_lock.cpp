@@ -5,6 +5,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/builtins.h"
 }
 
 #include <cstring>
@@ -38,12 +39,7 @@ uint64 key_lock(const text* destination, const text* key) {
     char name[16 + 2 * max_outbox_name_bytes];
     // The destination's length in decimal, as octet_length(destination)::text writes it (a
     // snprintf cost a send 800 instructions).
-    int length = 0;
-    char digits[10];
-    int digit_count = 0;
-    for (int rest = destination_bytes; digit_count == 0 || rest > 0; rest /= 10)
-        digits[digit_count++] = static_cast<char>('0' + rest % 10);
-    while (digit_count > 0) name[length++] = digits[--digit_count];
+    int length = pg_ultoa_n(static_cast<uint32>(destination_bytes), name);
     name[length++] = ':';
     std::memcpy(name + length, VARDATA_ANY(destination), destination_bytes);
     length += destination_bytes;

@@ -8,8 +8,8 @@ extern "C" {
 namespace pg {
 namespace {
 
-// As many as the extension has caches of relations.
-constexpr int max_forgetters = 8;
+// Room for the extension's caches of relations (eight today), with some to spare.
+constexpr int max_forgetters = 16;
 void (*forgetters[max_forgetters])(Oid relid);
 int forgetter_count = 0;
 

@@ -25,17 +25,12 @@ namespace {
 
 // The outbox's table and sequence, found once and forgotten at any relcache invalidation of
 // either (DROP EXTENSION, an update).
-// Whether the table is as the extension creates it (plain_table) is decided once, with the table
-// locked: what changes it (a column, a constraint, a trigger, a rule, row-level security)
-// invalidates the table's relcache entry.
-enum class TableShape { unknown, as_created, changed };
 struct OutboxTarget {
     bool found;
     Oid table;
     Oid sequence;
-    TableShape shape;
 };
-OutboxTarget cached_target = {false, InvalidOid, InvalidOid, TableShape::unknown};
+OutboxTarget cached_target = {false, InvalidOid, InvalidOid};
 // The table's indexes as a send opens them (see kept_indexes.hpp).
 pg::KeptIndexes outbox_indexes = pg::no_kept_indexes;
 void forget_target(Oid relid) {
@@ -48,15 +43,8 @@ const OutboxTarget* outbox_target() {
     if (cached_target.found) return &cached_target;
     pg::forget_on_relcache_invalidation(forget_target);
     cached_target = {true, find_inbox_relation("outbox_messages", NoLock),
-                     find_inbox_relation("outbox_ordinal", NoLock), TableShape::unknown};
+                     find_inbox_relation("outbox_ordinal", NoLock)};
     return &cached_target;
-}
-
-bool table_as_created(Relation table) {
-    if (cached_target.shape == TableShape::unknown)
-        cached_target.shape =
-            outbox_table_as_created(table) ? TableShape::as_created : TableShape::changed;
-    return cached_target.shape == TableShape::as_created;
 }
 
 // The row of the message: every NOT NULL column has its value, so ExecConstraints has nothing
@@ -117,7 +105,7 @@ bool insert_directly(Oid owner, const Datum values[outgoing_values],
     const OutboxTarget* target = outbox_target();
     // The statement's permission check, made on every insert as the executor makes it: grants
     // and role memberships change without a relcache invalidation.
-    bool direct = RelationGetRelid(table) == target->table && table_as_created(table) &&
+    bool direct = RelationGetRelid(table) == target->table && outbox_table_as_created(table) &&
                   pg_class_aclcheck(RelationGetRelid(table), owner, ACL_INSERT) == ACLCHECK_OK;
     if (direct) insert_into(table, target->sequence, values, nulls);
     table_close(table, NoLock);

@@ -29,4 +29,6 @@ enum OutboxColumn {
 };
 
 // A plain table (pg::plain_table) with the columns above, of the types the extension gives them.
+// Decided once per relcache entry of the table (call with the table locked: the lock brings the
+// invalidations of what changed it).
 bool outbox_table_as_created(Relation table);
