@@ -78,4 +78,6 @@ INBOX_SOURCES = \
 	src/outbox/relay_on_coordinator.cpp \
 	src/outbox/direct_take.cpp \
 	src/outbox/relay_take.cpp \
+	src/outbox/direct_done.cpp \
+	src/outbox/relay_done.cpp \
 	src/module.cpp

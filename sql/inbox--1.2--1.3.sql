@@ -658,9 +658,12 @@ COMMENT ON FUNCTION inbox.relay_take(text, integer, interval, text[]) IS
 -- whatever the statistics say: taken while few messages waited (the usual state), they make a
 -- scan of the whole table look cheaper, and each call would then read every pending message, a
 -- batch's settling growing with the backlog.
-CREATE FUNCTION inbox.relay_done(ids uuid[])
+-- relay_done as the SQL edition (1.4) serves it. The library's relay_done settles directly in C
+-- (src/outbox/direct_done.cpp) and calls this one when a trigger or a permission hook asks for
+-- the statements; regress outbox_take_editions holds the two to the same answers. Not PUBLIC.
+CREATE FUNCTION inbox.relay_done_messages(ids uuid[])
 RETURNS integer
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
 AS $$
 DECLARE
@@ -694,6 +697,12 @@ BEGIN
     GET DIAGNOSTICS settled = ROW_COUNT;
     RETURN settled;
 END $$;
+REVOKE ALL ON FUNCTION inbox.relay_done_messages(uuid[]) FROM PUBLIC;
+
+CREATE FUNCTION inbox.relay_done(ids uuid[])
+RETURNS integer
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'inbox_relay_done';
 COMMENT ON FUNCTION inbox.relay_done(uuid[]) IS
     'Marks messages delivered (the broker confirmed them); returns how many were undelivered.';
 

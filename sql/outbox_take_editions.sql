@@ -1,9 +1,11 @@
--- The library's inbox.relay_take (its leases made in C, src/outbox/direct_take.cpp) against
--- inbox.relay_take_messages, the statement the SQL edition (1.4) serves it with, and against the
--- library's take of a table that only the statement serves (a trigger on it): the same messages
--- taken in the same order, the same attempts, the same messages made dead, the same rows left,
--- through one scenario of keys, destinations, settlements, expired leases and the dead-on-take
--- rule. A change to either that the other does not follow fails here. (Concurrency, skipped
+-- The library's inbox.relay_take and inbox.relay_done (made in C, src/outbox/direct_take.cpp and
+-- direct_done.cpp) against inbox.relay_take_messages and inbox.relay_done_messages, the
+-- statements the SQL edition (1.4) serves them with, and against the library's calls on tables
+-- that only the statements serve (a trigger on them): the same messages taken in the same order,
+-- the same attempts, the same messages made dead, the same rows left and the same delivered
+-- records, through one scenario of keys, destinations, settlements (kept or not, repeated ids,
+-- unknown ones, dead messages), expired leases and the dead-on-take rule. A change to either that
+-- the other does not follow fails here. (Concurrency, skipped
 -- locks and the scan floor: isolation outbox_relays, outbox_key_order, outbox_scan_floor.)
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
@@ -27,6 +29,16 @@ BEGIN
              WITH ORDINALITY t(id, destination, key, headers, payload, attempt, payload_bytes, o);
     END IF;
     RETURN format('%s took %s', relay, coalesce(taken, 'nothing'));
+END $$;
+
+-- One relay_done by the edition.
+CREATE FUNCTION done_by(edition text, ids uuid[]) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF edition = 'sql' THEN
+        RETURN format('done %s', inbox.relay_done_messages(ids));
+    END IF;
+    RETURN format('done %s', inbox.relay_done(ids));
 END $$;
 
 -- The ids of the messages numbered ns.
@@ -58,6 +70,9 @@ BEGIN
             s(n, destination, key) LOOP
         PERFORM inbox.send(sent.destination, jsonb_build_object('n', sent.n), sent.key);
     END LOOP;
+    -- (the cause a claim before the send would have given: the delivered record keeps it)
+    UPDATE inbox.outbox_messages SET cause_consumer = 'billing', cause_message_id = 'm-1'
+    WHERE payload ->> 'n' = '1';
     -- One message of a key at a time, in order; the limit counts what is taken.
     RETURN NEXT take_by(edition, 'r1', 2);
     RETURN NEXT take_by(edition, 'r2', 10, '{b}');
@@ -65,7 +80,7 @@ BEGIN
     RETURN NEXT take_by(edition, 'r4', 10);
     RETURN NEXT take_by(edition, 'r4', 10);
     -- Settled: the key's next goes out; failed, due again at once: taken again, second attempt.
-    RETURN NEXT format('done %s', inbox.relay_done(ids_of(1, 4)));
+    RETURN NEXT done_by(edition, ids_of(1, 4));
     RETURN NEXT format('failed %s', inbox.relay_failed(ids_of(3), 'refused', '0 seconds'));
     RETURN NEXT take_by(edition, 'r1', 10);
     -- Expired leases go to the next relay, with one more attempt; at the limit, dead instead
@@ -89,35 +104,68 @@ BEGIN
                   CASE WHEN m.leased_by IS NOT NULL AND m.not_before <= now()
                        THEN ' (lease over)' ELSE '' END)
     FROM inbox.outbox_messages m ORDER BY m.ordinal;
-    RETURN NEXT format('delivered %s', (SELECT count(*) FROM inbox.outbox_delivered));
+    -- Settled whatever their state (leased, pending, dead: a late relay did publish it), each
+    -- once however often it is named, an unknown id or a NULL settling nothing; with retention
+    -- 0, deleted without a record.
+    RETURN NEXT done_by(edition, ids_of(2, 3, 5, 2) || ARRAY[NULL, gen_random_uuid()]);
+    PERFORM set_config('inbox.outbox_retention', '0', true);
+    RETURN NEXT done_by(edition, ids_of(7, 8));
+    PERFORM set_config('inbox.outbox_retention', '7d', true);
+    RETURN NEXT done_by(edition, ids_of(10, 6, 9));
+    RETURN QUERY
+    SELECT format('left: %s', string_agg(m.payload ->> 'n', ' ' ORDER BY m.ordinal))
+    FROM inbox.outbox_messages m;
+    RETURN QUERY
+    SELECT format('record: %s %s attempts %s, %s, cause %s, delivered after its send %s',
+                  d.destination, coalesce(d.key, '-'), d.attempts,
+                  coalesce(d.last_error, 'no error'),
+                  coalesce(d.cause_consumer || ' ' || d.cause_message_id, '-'),
+                  d.delivered_at >= d.created_at) AS line
+    FROM inbox.outbox_delivered d ORDER BY line;
 END $$;
 
 CREATE TEMPORARY TABLE library AS
 SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
 CREATE TEMPORARY TABLE sql_edition AS
 SELECT row_number() OVER () AS step, line FROM take_scenario('sql') line;
--- A trigger on the table: the library's take leaves it to the statement.
--- The trigger counts the leases it saw: it runs only if the statement made them.
-CREATE TABLE outbox_leases_seen (leased_by text);
+-- Triggers on the tables: the library leaves the take and the settlement to the statements.
+-- Each trigger counts what it saw: it runs only if a statement wrote the rows.
+CREATE TABLE outbox_writes_seen (what text);
 CREATE FUNCTION outbox_touched() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.leased_by IS DISTINCT FROM OLD.leased_by AND NEW.leased_by IS NOT NULL THEN
-        INSERT INTO public.outbox_leases_seen VALUES (NEW.leased_by);
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO public.outbox_writes_seen VALUES ('deletes');
+        RETURN OLD;
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO public.outbox_writes_seen VALUES ('records');
+    ELSIF NEW.leased_by IS DISTINCT FROM OLD.leased_by AND NEW.leased_by IS NOT NULL THEN
+        INSERT INTO public.outbox_writes_seen VALUES ('leases');
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER outbox_touched BEFORE UPDATE ON inbox.outbox_messages
+CREATE TRIGGER outbox_touched BEFORE UPDATE OR DELETE ON inbox.outbox_messages
     FOR EACH ROW EXECUTE FUNCTION outbox_touched();
 CREATE TEMPORARY TABLE library_with_trigger AS
 SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
 DROP TRIGGER outbox_touched ON inbox.outbox_messages;
+SELECT what, count(*) AS seen_with_a_trigger_on_the_messages
+FROM outbox_writes_seen GROUP BY what ORDER BY what;
+TRUNCATE outbox_writes_seen;
+-- A trigger on the delivered records alone: the settlement goes to the statements still.
+CREATE TRIGGER outbox_touched BEFORE INSERT ON inbox.outbox_delivered
+    FOR EACH ROW EXECUTE FUNCTION outbox_touched();
+CREATE TEMPORARY TABLE library_with_record_trigger AS
+SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
+DROP TRIGGER outbox_touched ON inbox.outbox_delivered;
 DROP FUNCTION outbox_touched();
-SELECT count(*) AS leases_the_trigger_saw FROM outbox_leases_seen;
-DROP TABLE outbox_leases_seen;
+SELECT what, count(*) AS seen_with_a_trigger_on_the_records
+FROM outbox_writes_seen GROUP BY what ORDER BY what;
+DROP TABLE outbox_writes_seen;
 
 SELECT l.line, l.line = s.line AS same_in_the_sql_edition,
-       l.line = t.line AS same_with_a_trigger
+       l.line = t.line AS same_with_a_trigger, l.line = r.line AS same_with_a_record_trigger
 FROM library l FULL JOIN sql_edition s USING (step) FULL JOIN library_with_trigger t USING (step)
+     FULL JOIN library_with_record_trigger r USING (step)
 ORDER BY step;
 
 -- A message this transaction locked before its take (SELECT ... FOR UPDATE) is taken by both.
@@ -143,8 +191,17 @@ SELECT inbox.send('read-only', '{"n": 2}') IS NOT NULL AS sent;
 -- (the floor's checkpoint far ahead: the floor's own FOR UPDATE does not run and refuse first)
 UPDATE inbox.outbox_scan_floor
 SET checkpoint_xid = (pg_current_xact_id()::text::bigint + 1000000)::text::xid8;
+-- So is a settlement.
+CREATE FUNCTION done_read_only(edition text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN done_by(edition, ids_of(2));
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
 BEGIN READ ONLY;
 SELECT take_read_only('library') AS library, take_read_only('sql') AS sql_edition;
+SELECT done_read_only('library') AS library, done_read_only('sql') AS sql_edition;
 ROLLBACK;
 
 -- The argument checks are one body for both (inbox.relay_take_floor).
@@ -152,10 +209,14 @@ SELECT * FROM inbox.relay_take(NULL);
 SELECT * FROM inbox.relay_take('');
 SELECT * FROM inbox.relay_take('r1', 0);
 SELECT * FROM inbox.relay_take('r1', 10, '0 seconds');
+-- relay_done's, in both.
+SELECT inbox.relay_done(NULL);
+SELECT inbox.relay_done_messages(NULL);
 
 -- Clean up: each file leaves the database as it found it.
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 UPDATE inbox.outbox_scan_floor SET floor = 0, checkpoint_ordinal = 0, checkpoint_xid = '0';
 DROP FUNCTION take_scenario(text), take_by(text, text, integer, text[]), ids_of(integer[]),
-    expire_leases(), take_own_locked(text), take_read_only(text);
+    done_by(text, uuid[]),
+    expire_leases(), take_own_locked(text), take_read_only(text), done_read_only(text);

@@ -9,8 +9,6 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
@@ -30,6 +28,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/index_writer.hpp"
 #include "pg/relcache_invalidation.hpp"
+#include "pg/table_shape.hpp"
 #include "store/marker_table.hpp"
 #include "store/outbox_table.hpp"
 
@@ -65,19 +64,6 @@ const TakeTarget* take_target() {
 
 constexpr AttrNumber attribute(OutboxColumn column) {
     return static_cast<AttrNumber>(column + 1);
-}
-
-// A valid b-tree of `table` on exactly these columns, in this order.
-bool btree_on(Oid index_oid, Oid table, const AttrNumber columns[], int count) {
-    if (!OidIsValid(index_oid)) return false;
-    Relation index = index_open(index_oid, AccessShareLock);
-    Form_pg_index form = index->rd_index;
-    bool as_created = form->indrelid == table && form->indisvalid && form->indisready &&
-                      index->rd_rel->relam == BTREE_AM_OID && form->indnatts == count &&
-                      RelationGetIndexExpressions(index) == NIL;
-    for (int i = 0; as_created && i < count; i++) as_created = form->indkey.values[i] == columns[i];
-    index_close(index, AccessShareLock);
-    return as_created;
 }
 
 const AttrNumber undelivered_columns[] = {attribute(ordinal_column)};
@@ -255,8 +241,8 @@ bool direct_take_possible(TakeTables* tables) {
     if (!target->decided) {
         const TakeTables& named = target->tables;
         bool direct = RelationGetRelid(table) == named.table && outbox_table_as_created(table) &&
-                      btree_on(named.undelivered, named.table, undelivered_columns, 1) &&
-                      btree_on(named.key_order, named.table, key_order_columns, 3);
+                      pg::btree_on(named.undelivered, named.table, undelivered_columns, 1) &&
+                      pg::btree_on(named.key_order, named.table, key_order_columns, 3);
         cached_target.decided = true;
         cached_target.direct = direct;
     }

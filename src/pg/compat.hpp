@@ -168,6 +168,17 @@ inline TM_Result update_row(Relation table, ItemPointer tid, TupleTableSlot* row
     return result;
 }
 
+// The row at tid deleted by cid, waiting for a transaction that writes or locks it (19 added the
+// options).
+inline TM_Result delete_row(Relation table, ItemPointer tid, CommandId cid, Snapshot snapshot,
+                            TM_FailureData* failure) {
+#if PG_VERSION_NUM >= 190000
+    return table_tuple_delete(table, tid, cid, 0, snapshot, InvalidSnapshot, true, failure);
+#else
+    return table_tuple_delete(table, tid, cid, snapshot, InvalidSnapshot, true, failure, false);
+#endif
+}
+
 // The index entries of the new version of an updated row (update_row), as ExecUpdate makes
 // them; none of our indexes is deferrable.
 inline void insert_updated_index_tuples(ResultRelInfo* target, TupleTableSlot* row, EState* estate,

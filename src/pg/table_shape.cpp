@@ -1,8 +1,10 @@
 // See table_shape.hpp.
 extern "C" {
 #include "postgres.h"
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/tupdesc.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -60,6 +62,18 @@ Oid sole_unique_key(Relation table, const AttrNumber key[], int count) {
     }
     list_free(indexes);
     return sole ? primary_key : InvalidOid;
+}
+
+bool btree_on(Oid index_oid, Oid table, const AttrNumber columns[], int count) {
+    if (!OidIsValid(index_oid)) return false;
+    Relation index = index_open(index_oid, AccessShareLock);
+    Form_pg_index form = index->rd_index;
+    bool as_created = form->indrelid == table && form->indisvalid && form->indisready &&
+                      index->rd_rel->relam == BTREE_AM_OID && form->indnatts == count &&
+                      RelationGetIndexExpressions(index) == NIL;
+    for (int i = 0; as_created && i < count; i++) as_created = form->indkey.values[i] == columns[i];
+    index_close(index, AccessShareLock);
+    return as_created;
 }
 
 }  // namespace pg

@@ -23,4 +23,8 @@ bool columns_as_created(TupleDesc columns, const char* const names[], const Oid 
 // infer another arbiter); InvalidOid otherwise.
 Oid sole_unique_key(Relation table, const AttrNumber key[], int count);
 
+// Whether index_oid is a valid b-tree of `table` on exactly the columns[0..count), in that order
+// (no expression), so that a scan of it with equality or range keys on them finds the rows.
+bool btree_on(Oid index_oid, Oid table, const AttrNumber columns[], int count);
+
 }  // namespace pg

@@ -1,6 +1,6 @@
-// inbox.outbox_messages as the extension creates it: its columns, in order, and whether a table
-// still has them, so that a row may be read and written there without a statement (the send's
-// insert, the take's leases).
+// inbox.outbox_messages and inbox.outbox_delivered as the extension creates them: their columns,
+// in order, and whether a table still has them, so that a row may be read and written there
+// without a statement (the send's insert, the take's leases, relay_done's delivered records).
 #pragma once
 
 extern "C" {
@@ -32,3 +32,20 @@ enum OutboxColumn {
 // Decided once per relcache entry of the table (call with the table locked: the lock brings the
 // invalidations of what changed it).
 bool outbox_table_as_created(Relation table);
+
+// The columns of inbox.outbox_delivered, numbered from 0.
+enum DeliveredColumn {
+    delivered_created_at_column,
+    delivered_at_column,
+    delivered_id_column,
+    delivered_attempts_column,
+    delivered_destination_column,
+    delivered_key_column,
+    delivered_last_error_column,
+    delivered_cause_consumer_column,
+    delivered_cause_message_id_column,
+    delivered_columns
+};
+
+// As outbox_table_as_created, for inbox.outbox_delivered's columns.
+bool outbox_delivered_as_created(Relation table);
