@@ -22,6 +22,7 @@ extern "C" {
 
 #include "outbox/direct_done.hpp"
 #include "pg/compat.hpp"
+#include "pg/concurrent_change.hpp"
 #include "pg/index_writer.hpp"
 #include "pg/table_shape.hpp"
 #include "store/marker_table.hpp"
@@ -75,10 +76,7 @@ bool delete_message(Relation messages, TupleTableSlot* found, CommandId command,
             return true;
         case TM_Updated:
         case TM_Deleted:
-            if (IsolationUsesXactSnapshot())
-                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                                errmsg("could not serialize access due to concurrent %s",
-                                       result == TM_Updated ? "update" : "delete")));
+            pg::refuse_change_after_snapshot(result);
             return false;
         default:
             elog(ERROR, "unexpected result %d settling an outgoing message", (int)result);

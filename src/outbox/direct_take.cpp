@@ -26,6 +26,7 @@ extern "C" {
 
 #include "outbox/direct_take.hpp"
 #include "pg/compat.hpp"
+#include "pg/concurrent_change.hpp"
 #include "pg/index_writer.hpp"
 #include "pg/relcache_invalidation.hpp"
 #include "pg/table_shape.hpp"
@@ -188,10 +189,7 @@ LeaseOutcome lease(Relation table, TupleTableSlot* found, TupleTableSlot* row,
             return LeaseOutcome::left;
         case TM_Updated:
         case TM_Deleted:
-            if (IsolationUsesXactSnapshot())
-                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                                errmsg("could not serialize access due to concurrent %s",
-                                       result == TM_Updated ? "update" : "delete")));
+            pg::refuse_change_after_snapshot(result);
             return LeaseOutcome::left;
         default:
             elog(ERROR, "unexpected result %d leasing an outgoing message", (int)result);

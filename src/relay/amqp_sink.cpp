@@ -1,5 +1,8 @@
 #include "relay/amqp_sink.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <cstring>
@@ -41,6 +44,15 @@ std::string unpublishable(const OutboxMessage& message, int frame_max) {
                std::to_string(frame_max) + " bytes)";
     }
     return "";
+}
+
+// Holds the connection's writes back until a whole batch is written (TCP_CORK), or lets them go:
+// the broker then reads a batch in full segments, a few reads for hundreds of messages, where
+// each message went out in a segment of its own.
+void hold_writes(amqp_connection_state_t connection, bool hold) {
+    int value = hold ? 1 : 0;
+    int socket = amqp_get_sockfd(connection);
+    if (socket >= 0) setsockopt(socket, IPPROTO_TCP, TCP_CORK, &value, sizeof value);
 }
 
 }  // namespace
@@ -219,6 +231,9 @@ void AmqpSink::send(std::vector<OutboxMessage> batch) {
             }
         }
     }
+    // Not while each message awaits its confirm (one_at_a_time_): it would wait for the batch.
+    bool held = connected() && !one_at_a_time_;
+    if (held) hold_writes(connection_, true);
     for (size_t i = 0; i < sent.messages.size() && connected(); ++i) {
         if (std::string why = unpublishable(sent.messages[i], amqp_get_frame_max(connection_));
             !why.empty()) {
@@ -238,6 +253,7 @@ void AmqpSink::send(std::vector<OutboxMessage> batch) {
             lose_connection("connection lost while publishing");
         }
     }
+    if (held && connected()) hold_writes(connection_, false);
     // A whole batch without a channel error: the batches go out pipelined again.
     if (one_at_a_time_ && connected() && !channel_error_seen_) {
         one_at_a_time_ = false;
