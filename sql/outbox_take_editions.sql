@@ -180,7 +180,7 @@ END $$;
 SELECT take_own_locked('library') AS library, take_own_locked('sql') AS sql_edition;
 
 -- A lease is a write: both refuse it in a read-only transaction (25006), as on a standby.
-CREATE FUNCTION take_read_only(edition text) RETURNS text
+CREATE FUNCTION take_sqlstate(edition text) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
     RETURN take_by(edition, 'r1', 10);
@@ -192,7 +192,7 @@ SELECT inbox.send('read-only', '{"n": 2}') IS NOT NULL AS sent;
 UPDATE inbox.outbox_scan_floor
 SET checkpoint_xid = (pg_current_xact_id()::text::bigint + 1000000)::text::xid8;
 -- So is a settlement.
-CREATE FUNCTION done_read_only(edition text) RETURNS text
+CREATE FUNCTION done_sqlstate(edition text) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
     RETURN done_by(edition, ids_of(2));
@@ -200,9 +200,19 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE;
 END $$;
 BEGIN READ ONLY;
-SELECT take_read_only('library') AS library, take_read_only('sql') AS sql_edition;
-SELECT done_read_only('library') AS library, done_read_only('sql') AS sql_edition;
+SELECT take_sqlstate('library') AS library, take_sqlstate('sql') AS sql_edition;
+SELECT done_sqlstate('library') AS library, done_sqlstate('sql') AS sql_edition;
 ROLLBACK;
+-- A publication of the table's updates and deletes needs the table's replica identity: without
+-- one, both refuse a take and a settlement (55000), as the statements' plans check.
+SET client_min_messages = error;  -- (a publication warns when wal_level is not logical)
+CREATE PUBLICATION outbox_changes FOR TABLE inbox.outbox_messages;
+RESET client_min_messages;
+ALTER TABLE inbox.outbox_messages REPLICA IDENTITY NOTHING;
+SELECT take_sqlstate('library') AS library, take_sqlstate('sql') AS sql_edition;
+SELECT done_sqlstate('library') AS library, done_sqlstate('sql') AS sql_edition;
+ALTER TABLE inbox.outbox_messages REPLICA IDENTITY DEFAULT;
+DROP PUBLICATION outbox_changes;
 
 -- The argument checks are one body for both (inbox.relay_take_floor).
 SELECT * FROM inbox.relay_take(NULL);
@@ -219,4 +229,4 @@ DELETE FROM inbox.outbox_delivered;
 UPDATE inbox.outbox_scan_floor SET floor = 0, checkpoint_ordinal = 0, checkpoint_xid = '0';
 DROP FUNCTION take_scenario(text), take_by(text, text, integer, text[]), ids_of(integer[]),
     done_by(text, uuid[]),
-    expire_leases(), take_own_locked(text), take_read_only(text), done_read_only(text);
+    expire_leases(), take_own_locked(text), take_sqlstate(text), done_sqlstate(text);

@@ -134,6 +134,8 @@ int32 settle_directly(const DoneTables& tables, ArrayType* ids, bool keep, Times
     int count;
     const pg_uuid_t** wanted = distinct_ids(ids, &count);
     Relation messages = table_open(tables.messages, RowExclusiveLock);
+    // As the statement's plan checks: a publication of the table's deletes needs its identity.
+    CheckCmdReplicaIdentity(messages, CMD_DELETE);
     Relation key = index_open(tables.messages_key, AccessShareLock);
     Relation delivered = keep ? table_open(tables.delivered, RowExclusiveLock) : nullptr;
     // A snapshot of its own, as the statement's would be.

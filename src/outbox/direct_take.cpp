@@ -253,6 +253,8 @@ bool direct_take_possible(TakeTables* tables) {
 void take_directly(const TakeTables& tables, const TakeRequest& request, Tuplestorestate* rows,
                    TupleDesc row_shape) {
     Relation table = table_open(tables.table, RowExclusiveLock);
+    // As the statement's plan checks: a publication of the table's updates needs its identity.
+    CheckCmdReplicaIdentity(table, CMD_UPDATE);
     Relation undelivered = index_open(tables.undelivered, AccessShareLock);
     Relation key_order = index_open(tables.key_order, AccessShareLock);
     // A snapshot taken after the scan floor moved, as the statement's would be.
