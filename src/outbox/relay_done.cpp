@@ -12,9 +12,9 @@ extern "C" {
 }
 
 #include "outbox/direct_done.hpp"
+#include "outbox/relay_on_coordinator.hpp"
 #include "pg/spi.hpp"
 #include "settings.hpp"
-#include "store/coordinator_tables.hpp"
 
 namespace {
 
@@ -43,8 +43,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(inbox_relay_done);
 PGDLLEXPORT Datum inbox_relay_done(PG_FUNCTION_ARGS) {
     TimestampTz now = GetCurrentTimestamp();
-    require_coordinator_table("inbox.relay_done()", "inbox.outbox_messages",
-                              "Connect the relay to the coordinator, where the messages are sent.");
+    require_relay_on_coordinator("inbox.relay_done()");
     if (PG_ARGISNULL(0))
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ids must not be NULL")));
     // inbox.outbox_retention = 0 keeps no delivered message: deleted, not recorded.

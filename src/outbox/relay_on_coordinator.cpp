@@ -10,14 +10,19 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
+#include "outbox/relay_on_coordinator.hpp"
 #include "store/coordinator_tables.hpp"
+
+void require_relay_on_coordinator(const char* function) {
+    require_coordinator_table(function, "inbox.outbox_messages",
+                              "Connect the relay to the coordinator, where the messages are sent.");
+}
 
 extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_relay_on_coordinator);
 PGDLLEXPORT Datum inbox_relay_on_coordinator(PG_FUNCTION_ARGS) {
-    require_coordinator_table(text_to_cstring(PG_GETARG_TEXT_PP(0)), "inbox.outbox_messages",
-                              "Connect the relay to the coordinator, where the messages are sent.");
+    require_relay_on_coordinator(text_to_cstring(PG_GETARG_TEXT_PP(0)));
     PG_RETURN_VOID();
 }
 }
