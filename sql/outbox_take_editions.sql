@@ -223,10 +223,65 @@ SELECT * FROM inbox.relay_take('r1', 10, '0 seconds');
 SELECT inbox.relay_done(NULL);
 SELECT inbox.relay_done_messages(NULL);
 
+-- Settlements of ids scattered over an outbox of 2,000 messages, which the library finds by
+-- walking the primary key (descending again to an id far ahead): ids 97 messages apart, runs of
+-- neighbours, unknown ids before, between and after the others, a repeated one, ids settled
+-- before, and ids whose index holds entries of versions that are no more (updates that left
+-- their page). The same counts, the same messages left and the same records in both.
+CREATE FUNCTION walk_scenario(edition text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+    settled uuid[] := '{}';
+    ids uuid[];
+    pages float8[];
+BEGIN
+    DELETE FROM inbox.outbox_messages;
+    DELETE FROM inbox.outbox_delivered;
+    PERFORM inbox.send('walk', jsonb_build_object('n', n)) FROM generate_series(1, 2000) n;
+    -- Updated until their page is full: their later versions are on other pages, each with an
+    -- entry of its own.
+    pages := (SELECT array_agg((m.ctid::text::point)[0] ORDER BY m.ordinal)
+              FROM inbox.outbox_messages m WHERE m.payload ->> 'n' IN ('300', '1200'));
+    FOR i IN 1..150 LOOP
+        UPDATE inbox.outbox_messages SET attempts = attempts + 1
+        WHERE payload ->> 'n' IN ('300', '1200');
+    END LOOP;
+    RETURN QUERY
+    SELECT format('messages 300 and 1200 moved to other pages: %s',
+                  bool_and((m.ctid::text::point)[0] <> ALL (pages)))
+    FROM inbox.outbox_messages m WHERE m.payload ->> 'n' IN ('300', '1200');
+    ids := (SELECT array_agg(m.id) FROM inbox.outbox_messages m
+            WHERE (m.payload ->> 'n')::int % 97 = 1);
+    settled := settled || ids;
+    RETURN NEXT done_by(edition, ids || ids[3] ||
+                        ARRAY['00000000-0000-0000-0000-000000000000', gen_random_uuid(),
+                              'ffffffff-ffff-ffff-ffff-ffffffffffff', NULL]::uuid[]);
+    ids := (SELECT array_agg(m.id) FROM inbox.outbox_messages m
+            WHERE (m.payload ->> 'n')::int BETWEEN 500 AND 540
+               OR m.payload ->> 'n' IN ('300', '1200', '1999', '2000'));
+    settled := settled || ids;
+    RETURN NEXT done_by(edition, ids || settled[1:5] || gen_random_uuid());
+    RETURN NEXT done_by(edition, settled);
+    RETURN QUERY
+    SELECT format('left: %s messages, numbers summing to %s, %s of them settled before',
+                  count(*), sum((m.payload ->> 'n')::int), count(*) FILTER (WHERE m.id = ANY (settled)))
+    FROM inbox.outbox_messages m;
+    RETURN QUERY
+    SELECT format('records: %s, of settled messages: %s, attempts summing to %s',
+                  count(*), count(*) FILTER (WHERE d.id = ANY (settled)), sum(d.attempts))
+    FROM inbox.outbox_delivered d;
+END $$;
+SELECT l.line, l.line = s.line AS same_in_the_sql_edition
+FROM (SELECT row_number() OVER () AS step, line FROM walk_scenario('library') line) l
+     FULL JOIN (SELECT row_number() OVER () AS step, line FROM walk_scenario('sql') line) s
+     USING (step)
+ORDER BY step;
+
 -- Clean up: each file leaves the database as it found it.
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 UPDATE inbox.outbox_scan_floor SET floor = 0, checkpoint_ordinal = 0, checkpoint_xid = '0';
 DROP FUNCTION take_scenario(text), take_by(text, text, integer, text[]), ids_of(integer[]),
     done_by(text, uuid[]),
-    expire_leases(), take_own_locked(text), take_sqlstate(text), done_sqlstate(text);
+    expire_leases(), take_own_locked(text), take_sqlstate(text), done_sqlstate(text),
+    walk_scenario(text);

@@ -1,7 +1,7 @@
-// relay_done without a statement: each message found by its primary key and deleted, and, when
-// delivered messages are kept, its record written into inbox.outbox_delivered. What
-// inbox.relay_done_messages's statements do, without their plan, their array scan and the rows
-// handed from the delete to the insert.
+// relay_done without a statement: the messages found by one walk of their primary key and
+// deleted, and, when delivered messages are kept, their records written into
+// inbox.outbox_delivered a page at a time. What inbox.relay_done_messages's statements do, without
+// their plan, their array scan and the rows handed from the delete to the insert.
 #pragma once
 
 extern "C" {
