@@ -240,6 +240,7 @@ BEGIN
     PERFORM inbox.send('walk', jsonb_build_object('n', n)) FROM generate_series(1, 2000) n;
     -- Updated until their page is full: their later versions are on other pages, each with an
     -- entry of its own.
+    -- (Each compared with its own first page, which its versions fill and none can leave.)
     pages := (SELECT array_agg((m.ctid::text::point)[0] ORDER BY m.ordinal)
               FROM inbox.outbox_messages m WHERE m.payload ->> 'n' IN ('300', '1200'));
     FOR i IN 1..150 LOOP
@@ -248,8 +249,9 @@ BEGIN
     END LOOP;
     RETURN QUERY
     SELECT format('messages 300 and 1200 moved to other pages: %s',
-                  bool_and((m.ctid::text::point)[0] <> ALL (pages)))
-    FROM inbox.outbox_messages m WHERE m.payload ->> 'n' IN ('300', '1200');
+                  bool_and((m.ctid::text::point)[0] <> pages[o]))
+    FROM (SELECT m.ctid, row_number() OVER (ORDER BY m.ordinal) AS o
+          FROM inbox.outbox_messages m WHERE m.payload ->> 'n' IN ('300', '1200')) m;
     ids := (SELECT array_agg(m.id) FROM inbox.outbox_messages m
             WHERE (m.payload ->> 'n')::int % 97 = 1);
     settled := settled || ids;
@@ -262,13 +264,20 @@ BEGIN
     settled := settled || ids;
     RETURN NEXT done_by(edition, ids || settled[1:5] || gen_random_uuid());
     RETURN NEXT done_by(edition, settled);
+    -- The rest in one settlement: more records than are written at a time (1,000).
+    ids := (SELECT array_agg(m.id) FROM inbox.outbox_messages m);
+    settled := settled || ids;
+    RETURN NEXT done_by(edition, ids);
     RETURN QUERY
     SELECT format('left: %s messages, numbers summing to %s, %s of them settled before',
                   count(*), sum((m.payload ->> 'n')::int), count(*) FILTER (WHERE m.id = ANY (settled)))
     FROM inbox.outbox_messages m;
     RETURN QUERY
-    SELECT format('records: %s, of settled messages: %s, attempts summing to %s',
-                  count(*), count(*) FILTER (WHERE d.id = ANY (settled)), sum(d.attempts))
+    SELECT format('records: %s, of settled messages: %s, each once: %s, attempts summing to %s, '
+                  'destinations %s, created before delivered: %s',
+                  count(*), count(*) FILTER (WHERE d.id = ANY (settled)),
+                  count(DISTINCT d.id) = count(*), sum(d.attempts),
+                  string_agg(DISTINCT d.destination, ' '), bool_and(d.created_at <= d.delivered_at))
     FROM inbox.outbox_delivered d;
 END $$;
 SELECT l.line, l.line = s.line AS same_in_the_sql_edition
