@@ -57,7 +57,7 @@ void hold_writes(amqp_connection_state_t connection, bool hold) {
 
 }  // namespace
 
-AmqpSink::AmqpSink(const std::string& url) {
+AmqpSink::AmqpSink(const std::string& url, bool mandatory) : mandatory_(mandatory) {
     // amqp_parse_url points into the buffer it is given, and writes into it.
     std::string buffer = url;
     amqp_connection_info info;
@@ -136,6 +136,8 @@ void AmqpSink::disconnect() {
     channel_open_ = false;
     known_exchanges_.clear();
     awaited_.clear();
+    return_reason_.clear();
+    returned_.clear();
 }
 
 std::string AmqpSink::reply_error(amqp_rpc_reply_t reply) {
@@ -217,8 +219,8 @@ bool AmqpSink::publish_one(const OutboxMessage& message) {
     }
     static const std::string no_key;
     return amqp_basic_publish(connection_, channel, bytes_of(message.destination),
-                              bytes_of(message.key.value_or(no_key)), 0, 0, &properties,
-                              bytes_of(message.payload)) == AMQP_STATUS_OK;
+                              bytes_of(message.key.value_or(no_key)), mandatory_ ? 1 : 0, 0,
+                              &properties, bytes_of(message.payload)) == AMQP_STATUS_OK;
 }
 
 void AmqpSink::send(std::vector<OutboxMessage> batch) {
@@ -297,9 +299,36 @@ void AmqpSink::settle(uint64_t tag, bool multiple, const PublishOutcome& answer)
         return;
     }
     for (auto it = first; it != end; ++it) {
-        it->second.batch->outcomes[it->second.index] = answer;
+        PublishOutcome& outcome = it->second.batch->outcomes[it->second.index];
+        outcome = answer;
+        if (!returned_.empty()) {
+            // Returned before its ack: the broker acks a message it routed to no queue.
+            auto returned = returned_.find(it->second.batch->messages[it->second.index].id);
+            if (returned != returned_.end()) {
+                outcome = {Delivery::refused, returned->second};
+                returned_.erase(returned);
+            }
+        }
     }
     awaited_.erase(first, end);
+}
+
+void AmqpSink::note_return(const amqp_frame_t& frame) {
+    if (frame.frame_type == AMQP_FRAME_METHOD) {
+        const auto* returned =
+            static_cast<const amqp_basic_return_t*>(frame.payload.method.decoded);
+        return_reason_ = "returned by the broker: " + std::to_string(returned->reply_code) + " " +
+                         text_of(returned->reply_text) + " (no queue is bound for routing key '" +
+                         text_of(returned->routing_key) + "' of exchange " +
+                         text_of(returned->exchange) + ")";
+    } else if (!return_reason_.empty()) {
+        const auto* properties =
+            static_cast<const amqp_basic_properties_t*>(frame.payload.properties.decoded);
+        if ((properties->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) != 0) {
+            returned_[text_of(properties->message_id)] = return_reason_;
+        }
+        return_reason_.clear();
+    }
 }
 
 void AmqpSink::read_confirm() {
@@ -315,11 +344,16 @@ void AmqpSink::read_confirm() {
                             : amqp_error_string2(status));
         return;
     }
+    if (frame.frame_type == AMQP_FRAME_HEADER) {
+        note_return(frame);  // a returned message's properties (its body frames are skipped)
+    }
     if (frame.frame_type != AMQP_FRAME_METHOD) {
         return;
     }
     const amqp_method_t& method = frame.payload.method;
-    if (method.id == AMQP_BASIC_ACK_METHOD) {
+    if (method.id == AMQP_BASIC_RETURN_METHOD) {
+        note_return(frame);
+    } else if (method.id == AMQP_BASIC_ACK_METHOD) {
         const auto* ack = static_cast<const amqp_basic_ack_t*>(method.decoded);
         settle(ack->delivery_tag, ack->multiple != 0, {Delivery::confirmed, ""});
     } else if (method.id == AMQP_BASIC_NACK_METHOD) {

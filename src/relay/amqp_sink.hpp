@@ -1,6 +1,7 @@
 // Publishes to RabbitMQ (AMQP 0-9-1, rabbitmq-c) with publisher confirms: exchange = the
 // destination, routing key = the key ("" without one), persistent, message_id = the outbox id.
-// A message is confirmed only when the broker acked it.
+// A message is confirmed only when the broker acked it; with `mandatory`, not when the broker
+// returned it first (no queue is bound for it).
 #pragma once
 
 #include "relay/rabbitmq.hpp"
@@ -18,7 +19,8 @@ namespace inbox_relay {
 class AmqpSink : public Sink {
   public:
     // Throws std::invalid_argument when the URL is not amqp://user:password@host:port/vhost.
-    explicit AmqpSink(const std::string& url);
+    // `mandatory`: messages are published mandatory, and one the broker returns is refused.
+    AmqpSink(const std::string& url, bool mandatory);
     ~AmqpSink() override;
     AmqpSink(const AmqpSink&) = delete;
     AmqpSink& operator=(const AmqpSink&) = delete;
@@ -54,6 +56,9 @@ class AmqpSink : public Sink {
     void await_alone(uint64_t tag, PublishOutcome& outcome);
     // Reads the broker's next confirm (or the connection's end) and settles what it answers.
     void read_confirm();
+    // A basic.return, then the properties of the message returned: its id kept with the reason
+    // until its confirm (which follows) refuses it.
+    void note_return(const amqp_frame_t& frame);
     void settle(uint64_t tag, bool multiple, const PublishOutcome& answer);
 
     std::string host_;
@@ -61,6 +66,7 @@ class AmqpSink : public Sink {
     std::string user_;
     std::string password_;
     std::string vhost_;
+    bool mandatory_;
     amqp_connection_state_t connection_ = nullptr;
     bool channel_open_ = false;
     uint64_t next_delivery_tag_ = 1;       // confirms number the channel's publications from 1
@@ -72,6 +78,8 @@ class AmqpSink : public Sink {
     bool one_at_a_time_ = false;
     bool channel_error_seen_ = false;  // in the batch being sent one at a time
     std::string channel_error_;        // the broker's reason for the last channel close
+    std::string return_reason_;        // of the basic.return whose message's properties come next
+    std::map<std::string, std::string> returned_;  // message id -> why, until its confirm
 };
 
 }  // namespace inbox_relay

@@ -33,6 +33,13 @@ double parse_seconds(std::string_view flag, const std::string& text) {
     return seconds;
 }
 
+bool parse_unroutable(const std::string& text) {
+    if (text != "drop" && text != "fail") {
+        throw UsageError("--unroutable must be drop or fail, not '" + text + "'");
+    }
+    return text == "fail";
+}
+
 int parse_batch(const std::string& text) {
     char* end = nullptr;
     long batch = std::strtol(text.c_str(), &end, 10);
@@ -97,6 +104,13 @@ const std::vector<OptionSpec>& option_specs() {
          [](RelayOptions& o, const std::string& v) {
              o.poll_seconds = parse_seconds("--poll", v);
          }},
+        {"--unroutable", "INBOX_RELAY_UNROUTABLE", "drop|fail",
+         "RabbitMQ: what becomes of a message that no queue is bound for. drop\n"
+         "(default): the broker acks it and drops it, as any publisher's; the message\n"
+         "is delivered. fail: it is published mandatory, returned by the broker\n"
+         "(312 NO_ROUTE) and failed, taken again after --retry-after, dead after\n"
+         "inbox.outbox_max_attempts",
+         [](RelayOptions& o, const std::string& v) { o.fail_unroutable = parse_unroutable(v); }},
     };
     return specs;
 }
@@ -186,6 +200,9 @@ RelayOptions parse_options(int argc, char** argv) {
     }
     if (options.amqp_url.empty() == options.http_url.empty()) {
         throw UsageError("give exactly one sink: --amqp URL or --http URL (inbox-relay --help)");
+    }
+    if (options.fail_unroutable && options.amqp_url.empty()) {
+        throw UsageError("--unroutable fail is for --amqp: an HTTP endpoint answers each message");
     }
     if (options.name.empty()) {
         options.name = default_name();

@@ -18,6 +18,9 @@ struct RelayOptions {
     double lease_seconds = 30;
     double retry_after_seconds = 10;
     double poll_seconds = 1;
+    // RabbitMQ: a message no queue is bound for is published `mandatory`, and failed when the
+    // broker returns it, rather than acked and dropped.
+    bool fail_unroutable = false;
     bool help = false;
 };
 

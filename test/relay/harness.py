@@ -135,13 +135,15 @@ def amqp_connection(amqp_port):
     return pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port))
 
 
-def declare_exchange(amqp_port, name):
-    """A durable topic exchange and a durable queue of the same name bound to every key."""
+def declare_exchange(amqp_port, name, queue=True):
+    """A durable topic exchange and (queue) a durable queue of the same name bound to every
+    key."""
     with amqp_connection(amqp_port) as amqp:
         channel = amqp.channel()
         channel.exchange_declare(name, "topic", durable=True)
-        channel.queue_declare(name, durable=True)
-        channel.queue_bind(name, name, "#")
+        if queue:
+            channel.queue_declare(name, durable=True)
+            channel.queue_bind(name, name, "#")
 
 
 def restart_commands(work):

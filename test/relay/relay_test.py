@@ -18,6 +18,9 @@ commit order; every message is `delivered` in inbox.outbox.
 Then the pipeline: while RabbitMQ blocks publishers (a memory alarm), a relay with batches of 5
 has published one full batch and taken and published the next while the first awaits its
 confirms, and takes no third; when the alarm clears, each message arrives once.
+Then the messages no queue is bound for: acked by the broker and delivered by a relay with the
+default --unroutable drop; with --unroutable fail, returned (312 NO_ROUTE) and failed again and
+again, never delivered, until a queue is bound; then it arrives once.
 Then the HTTP sink against a recording endpoint that answers 500 to the first request of some
 messages: every id arrives in Idempotency-Key, a 500 is retried and then done.
 """
@@ -53,6 +56,8 @@ PRODUCED_PER_FAULT = 800  # in one transaction, before each fault
 FAULT_AFTER = 150  # deliveries after that commit, then the fault
 PIPELINED = "pipelined"  # the destination of the pipeline's check
 PIPELINED_BATCH = 5
+UNROUTED_DROPPED = "unrouted_dropped"  # exchanges without a queue, until the test binds one
+UNROUTED_FAILED = "unrouted_failed"
 HTTP_MESSAGES = 60
 HTTP_REFUSED_FIRST = 10  # messages whose first request the endpoint answers with 500
 
@@ -270,6 +275,46 @@ def check_pipeline(args, db, producer, rabbitmqctl):
         fail(f"the pipelined messages arrived {dict(arrived)}, expected each of {ids} once")
 
 
+def check_unroutable(args, db, producer):
+    """--unroutable: drop (the default) lets the broker ack and drop a message no queue is bound
+    for, which is then delivered; fail publishes mandatory, and the broker's basic.return before
+    the ack fails the message until a queue is bound."""
+    for exchange in (UNROUTED_DROPPED, UNROUTED_FAILED):
+        declare_exchange(args.amqp_port, exchange, queue=False)
+    [dropped] = producer.transaction([(UNROUTED_DROPPED, None, {"n": 1}, None)], commit=True)
+    [returned] = producer.transaction([(UNROUTED_FAILED, "k", {"n": 2}, None)], commit=True)
+    relays = [Relay(args, DATABASE, "relay-drop", amqp_sink(args.amqp_port, (UNROUTED_DROPPED,))),
+              Relay(args, DATABASE, "relay-fail", amqp_sink(args.amqp_port, (UNROUTED_FAILED,)),
+                    ["--unroutable", "fail"])]
+    for relay in relays:
+        relay.start()
+    try:
+        wait_for("the message no queue is bound for to be delivered (dropped)",
+                 lambda: db.delivered_among([dropped]) == 1)
+
+        def failed_again():
+            attempts, state, error = db.query("SELECT attempts, state, last_error "
+                                              "FROM inbox.outbox WHERE id = %s", (returned,))[0]
+            if state in ("delivered", "dead"):
+                fail(f"the message returned by the broker is {state}")
+            return attempts >= 3 and "312 NO_ROUTE" in (error or "")
+        wait_for("the message returned by the broker to be failed", failed_again)
+        attempts, error = db.query("SELECT attempts, last_error FROM inbox.outbox WHERE id = %s",
+                                   (returned,))[0]
+        declare_exchange(args.amqp_port, UNROUTED_FAILED)
+        wait_for("the returned message to be delivered once a queue is bound",
+                 lambda: db.delivered_among([returned]) == 1)
+    finally:
+        for relay in relays:
+            if relay.stop(signal.SIGTERM) != 0:
+                fail(f"{relay.name} did not exit 0 on SIGTERM")
+    arrived = [properties.message_id
+               for _, properties, _ in read_queue(args.amqp_port, UNROUTED_FAILED)]
+    if arrived != [returned]:
+        fail(f"the returned message arrived as {arrived}, expected {returned} once")
+    return attempts, error
+
+
 class Endpoint(http.server.BaseHTTPRequestHandler):
     """Records every POST; answers 500 to the first request of a message whose payload asks
     for it, 200 otherwise."""
@@ -444,6 +489,10 @@ def main():
         check_pipeline(args, db, producer, rabbitmqctl)
         print(f"pipeline: {2 * PIPELINED_BATCH} messages in flight in two batches of "
               f"{PIPELINED_BATCH} while the broker blocked, no third batch; each delivered once",
+              flush=True)
+        attempts, error = check_unroutable(args, db, producer)
+        print(f"unroutable: dropped and delivered by default; with --unroutable fail returned "
+              f"and failed {attempts} times ({error}), then delivered once a queue was bound",
               flush=True)
         requests, refused = run_http(args, db, producer)
         print(f"HTTP: {HTTP_MESSAGES} messages, {requests} requests, {refused} answered 500 "

@@ -16,10 +16,11 @@ using inbox_relay::UsageError;
 
 namespace {
 
-constexpr const char* variables[] = {
-    "INBOX_RELAY_DB",    "INBOX_RELAY_AMQP",         "INBOX_RELAY_HTTP",
-    "INBOX_RELAY_NAME",  "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
-    "INBOX_RELAY_LEASE", "INBOX_RELAY_RETRY_AFTER",  "INBOX_RELAY_POLL"};
+constexpr const char* variables[] = {"INBOX_RELAY_DB",           "INBOX_RELAY_AMQP",
+                                     "INBOX_RELAY_HTTP",         "INBOX_RELAY_NAME",
+                                     "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
+                                     "INBOX_RELAY_LEASE",        "INBOX_RELAY_RETRY_AFTER",
+                                     "INBOX_RELAY_POLL",         "INBOX_RELAY_UNROUTABLE"};
 
 // Each test starts from an environment without INBOX_RELAY_* variables.
 class RelayOptionsTest : public ::testing::Test {
@@ -48,7 +49,24 @@ TEST_F(RelayOptionsTest, CommandLineWithDefaults) {
     EXPECT_EQ(options.retry_after_seconds, 10);
     EXPECT_EQ(options.poll_seconds, 1);
     EXPECT_TRUE(options.destinations.empty());
-    EXPECT_FALSE(options.name.empty());  // host:pid
+    EXPECT_FALSE(options.name.empty());     // host:pid
+    EXPECT_FALSE(options.fail_unroutable);  // dropped by the broker, as any publisher's
+}
+
+TEST_F(RelayOptionsTest, Unroutable) {
+    EXPECT_TRUE(
+        parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--unroutable", "fail"}).fail_unroutable);
+    EXPECT_FALSE(
+        parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--unroutable", "drop"}).fail_unroutable);
+    setenv("INBOX_RELAY_UNROUTABLE", "fail", 1);
+    EXPECT_TRUE(parse({"--db", "d", "--amqp", "amqp://g:g@b/"}).fail_unroutable);
+    EXPECT_FALSE(
+        parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--unroutable", "drop"}).fail_unroutable);
+    // An HTTP endpoint answers each message: nothing is returned there.
+    EXPECT_THROW(parse({"--db", "d", "--http", "http://h"}), UsageError);
+    unsetenv("INBOX_RELAY_UNROUTABLE");
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--unroutable", "yes"}),
+                 UsageError);
 }
 
 TEST_F(RelayOptionsTest, EveryOptionFromTheEnvironment) {
