@@ -8,11 +8,14 @@
 # backend's whole life (callgrind.sh's backend_instructions) give
 # per message (I(N) - I(WARM)) / (N - WARM): the connection's start and its first plans cancel
 # out. inbox-relay's role has 'relay' access and not 'monitor': it reads no
-# lag (a query once a second, whose count would follow the slowed server's clock).
-#   test/bench/relay_instructions.sh [N=3000] [B=500]       (env KEEP=1 keeps the profiles)
+# lag (a query once a second, whose count would follow the slowed server's clock). With KEPT, a
+# fourth side: retention 7d over an outbox that keeps KEPT records of messages delivered earlier
+# (kept_records.sql), as the default retention keeps a week of them.
+#   test/bench/relay_instructions.sh [N=3000] [B=500] [KEPT=0]  (env KEEP=1 keeps the profiles)
 set -euo pipefail
 messages=${1:-3000}
 batch=${2:-500}
+kept=${3:-0}
 warm=$batch
 
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,9 +52,13 @@ fill() {
             -c "INSERT INTO bench_outbox (payload) SELECT '$payload' FROM generate_series(1, $count)"
     else
         # The relay's retention (a setting only a superuser sets): its role's.
+        local retention=${side#retention-}
         backend_instructions fill server_psql -c "TRUNCATE inbox.outbox_messages, inbox.outbox_delivered" \
             -c "SELECT count(inbox.send('bench', '$payload')) FROM generate_series(1, $count)" \
-            -c "ALTER ROLE bench_relay SET inbox.outbox_retention = '${side#retention-}'"
+            -c "ALTER ROLE bench_relay SET inbox.outbox_retention = '${retention%-kept}'"
+        [ "$side" != retention-7d-kept ] ||
+            backend_instructions fill server_psql -v kept="$kept" \
+                -f "$source_dir/test/bench/kept_records.sql"
     fi >/dev/null
     # Each side starts from the same state: the filled table vacuumed, its statistics taken.
     backend_instructions fill server_psql -c "VACUUM ANALYZE inbox.outbox_messages, inbox.outbox_delivered, bench_outbox" \
@@ -89,7 +96,9 @@ run_side() {
 echo "PostgreSQL $(server_psql -At -c 'SHOW server_version'), under callgrind:" \
     "$messages and $warm messages, batches of $batch"
 declare -A per_message
-for side in retention-7d retention-0 hand; do
+sides=(retention-7d retention-0 hand)
+[ "$kept" -eq 0 ] || sides+=(retention-7d-kept)
+for side in "${sides[@]}"; do
     counted=()
     for count in "$messages" "$warm"; do
         fill "$side" "$count"
@@ -100,6 +109,7 @@ for side in retention-7d retention-0 hand; do
     per_message[$side]=$(((counted[0] - counted[1]) / (messages - warm)))
     echo "$side: ${per_message[$side]} instructions per message (${counted[0]} and ${counted[1]})"
 done
-for side in retention-7d retention-0; do
+for side in "${sides[@]}"; do
+    [ "$side" != hand ] || continue
     echo "inbox-relay $side / hand-written relay: $(ratio "${per_message[$side]}" "${per_message[hand]}")"
 done
