@@ -3,7 +3,9 @@
 # The Debian service (if running) is neither used nor disturbed. Run as the unprivileged
 # $cluster_user of scripts/cluster.sh, which must be sourced first:
 #   rabbitmq_start DIR        sets rabbitmq_amqp_port; DIR must not exist yet or be empty;
-#                             $rabbitmq_erl_args, if set, are added to the node's Erlang flags
+#                             $rabbitmq_erl_args, if set, are added to the node's Erlang flags;
+#                             with $rabbitmq_tls_dir (ca.pem, broker.pem, broker.key, readable
+#                             by the cluster user), AMQP over TLS too, on rabbitmq_amqps_port
 #   rabbitmq_ctl ARGS...      rabbitmqctl against that node
 #   rabbitmq_stop             stops the node and its epmd (safe to call twice, or unstarted)
 #   rabbitmq_purge_sink NAME  declares a durable fanout exchange NAME bound to a durable queue
@@ -13,8 +15,8 @@
 
 rabbitmq_bin=/usr/lib/rabbitmq/bin
 
-# A base port from which the next 14 are free on 127.0.0.1: epmd, AMQP, distribution, and the
-# range rabbitmqctl's own short-lived node listens in.
+# A base port from which the next 15 are free on 127.0.0.1: epmd, AMQP, distribution, the range
+# rabbitmqctl's own short-lived node listens in, and AMQP over TLS.
 rabbitmq_free_ports() {
     /usr/bin/python3 - <<'PY'
 import random, socket
@@ -22,7 +24,7 @@ for _ in range(200):
     base = random.randrange(20000, 60000)
     socks = []
     try:
-        for port in range(base, base + 14):
+        for port in range(base, base + 15):
             s = socket.socket()
             socks.append(s)
             s.bind(("127.0.0.1", port))
@@ -72,6 +74,7 @@ rabbitmq_start() {
     mkdir -p "$rabbitmq_dir/log" "$rabbitmq_dir/mnesia"
     rabbitmq_base_port=$(rabbitmq_free_ports) || return 1
     rabbitmq_amqp_port=$((rabbitmq_base_port + 1))
+    rabbitmq_amqps_port=$((rabbitmq_base_port + 14))
     rabbitmq_node="inbox-test-$rabbitmq_base_port@localhost"
     local base=$rabbitmq_base_port
     rabbitmq_vars=(
@@ -95,6 +98,14 @@ listeners.tcp.default = 127.0.0.1:$rabbitmq_amqp_port
 log.console = false
 log.file.level = warning
 EOF
+    if [ -n "${rabbitmq_tls_dir:-}" ]; then
+        cat >>"$rabbitmq_dir/rabbitmq.conf" <<EOF
+listeners.ssl.default = 127.0.0.1:$rabbitmq_amqps_port
+ssl_options.cacertfile = $rabbitmq_tls_dir/ca.pem
+ssl_options.certfile = $rabbitmq_tls_dir/broker.pem
+ssl_options.keyfile = $rabbitmq_tls_dir/broker.key
+EOF
+    fi
     # The cookie must be private to its owner, or Erlang refuses it.
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$rabbitmq_dir/.erlang.cookie"
     chmod 400 "$rabbitmq_dir/.erlang.cookie"

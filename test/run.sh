@@ -142,10 +142,11 @@ run_broker() {
 # inbox-relay, as installed with the extension, publishing to a private RabbitMQ node and to
 # an HTTP endpoint through kill -9, restarts of PostgreSQL and RabbitMQ, and SIGTERM; with a
 # cluster of its own, which it restarts (test/relay); then its backoff from a sink that fails
-# every batch (sink_backoff_test.py).
+# every batch (sink_backoff_test.py), and AMQP over TLS (tls_test.py).
 run_relay() {
     install_round_trip && "$source_dir/test/relay/run.sh" "$work/relay" "$pg_bindir" &&
-        "$source_dir/test/relay/run.sh" "$work/relay-backoff" "$pg_bindir" sink_backoff_test.py
+        "$source_dir/test/relay/run.sh" "$work/relay-backoff" "$pg_bindir" sink_backoff_test.py &&
+        "$source_dir/test/relay/run.sh" "$work/relay-tls" "$pg_bindir" tls_test.py
 }
 
 # `make install` puts inbox-relay beside PostgreSQL's programs, and `make uninstall` takes it

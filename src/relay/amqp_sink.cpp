@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <openssl/ssl.h>
 #include <sys/time.h>
 
 #include <cstring>
@@ -57,18 +58,18 @@ void hold_writes(amqp_connection_state_t connection, bool hold) {
 
 }  // namespace
 
-AmqpSink::AmqpSink(const std::string& url, bool mandatory) : mandatory_(mandatory) {
+AmqpSink::AmqpSink(const RelayOptions& options)
+    : ca_file_(options.amqp_ca), mandatory_(options.fail_unroutable) {
+    const std::string& url = options.amqp_url;
     // amqp_parse_url points into the buffer it is given, and writes into it.
     std::string buffer = url;
     amqp_connection_info info;
     amqp_default_connection_info(&info);
     if (amqp_parse_url(buffer.data(), &info) != AMQP_STATUS_OK) {
         throw std::invalid_argument("--amqp: '" + url +
-                                    "' is not amqp://user:password@host:port/vhost");
+                                    "' is not amqp[s]://user:password@host:port/vhost");
     }
-    if (info.ssl != 0) {
-        throw std::invalid_argument("--amqp: amqps:// (TLS) is not supported yet; use amqp://");
-    }
+    tls_ = info.ssl != 0;  // amqps://, whose port is 5671 unless given
     host_ = info.host;
     port_ = info.port;
     user_ = info.user;
@@ -83,18 +84,14 @@ AmqpSink::~AmqpSink() {
 }
 
 std::string AmqpSink::describe() const {
-    return "amqp://" + user_ + "@" + host_ + ":" + std::to_string(port_) + "/" +
-           (vhost_ == "/" ? "" : vhost_);
+    return (tls_ ? "amqps://" : "amqp://") + user_ + "@" + host_ + ":" + std::to_string(port_) +
+           "/" + (vhost_ == "/" ? "" : vhost_);
 }
 
 void AmqpSink::connect() {
     disconnect();
     connection_ = amqp_new_connection();
-    amqp_socket_t* socket = amqp_tcp_socket_new(connection_);
-    if (socket == nullptr) {
-        disconnect();
-        throw SinkError("could not create a socket");
-    }
+    amqp_socket_t* socket = new_socket();
     timeval timeout{.tv_sec = 5, .tv_usec = 0};
     if (int status = amqp_socket_open_noblock(socket, host_.c_str(), port_, &timeout);
         status != AMQP_STATUS_OK) {
@@ -111,6 +108,29 @@ void AmqpSink::connect() {
         throw SinkError("login refused: " + error);
     }
     open_channel();
+}
+
+amqp_socket_t* AmqpSink::new_socket() {
+    amqp_socket_t* socket =
+        tls_ ? amqp_ssl_socket_new(connection_) : amqp_tcp_socket_new(connection_);
+    if (socket == nullptr) {
+        disconnect();
+        throw SinkError("could not create a socket");
+    }
+    if (!tls_) return socket;
+    // Never a broker whose certificate no trusted CA signed, or made out to another host.
+    amqp_ssl_socket_set_verify_peer(socket, 1);
+    amqp_ssl_socket_set_verify_hostname(socket, 1);
+    bool trusted = ca_file_.empty()
+                       ? SSL_CTX_set_default_verify_paths(
+                             static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket))) == 1
+                       : amqp_ssl_socket_set_cacert(socket, ca_file_.c_str()) == AMQP_STATUS_OK;
+    if (!trusted) {
+        disconnect();
+        throw SinkError("cannot read the CA certificates " +
+                        (ca_file_.empty() ? std::string("of the system") : "in " + ca_file_));
+    }
+    return socket;
 }
 
 void AmqpSink::open_channel() {

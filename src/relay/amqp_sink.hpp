@@ -1,4 +1,5 @@
-// Publishes to RabbitMQ (AMQP 0-9-1, rabbitmq-c) with publisher confirms: exchange = the
+// Publishes to RabbitMQ (AMQP 0-9-1, rabbitmq-c, over TLS for amqps://, the broker's certificate
+// verified) with publisher confirms: exchange = the
 // destination, routing key = the key ("" without one), persistent, message_id = the outbox id.
 // A message is confirmed only when the broker acked it; with `mandatory`, not when the broker
 // returned it first (no queue is bound for it).
@@ -12,15 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "relay/options.hpp"
 #include "relay/sink.hpp"
 
 namespace inbox_relay {
 
 class AmqpSink : public Sink {
   public:
-    // Throws std::invalid_argument when the URL is not amqp://user:password@host:port/vhost.
-    // `mandatory`: messages are published mandatory, and one the broker returns is refused.
-    AmqpSink(const std::string& url, bool mandatory);
+    // The broker of options.amqp_url; throws std::invalid_argument when it is not
+    // amqp[s]://user:password@host:port/vhost. options.fail_unroutable: messages are published
+    // mandatory, and one the broker returns is refused.
+    explicit AmqpSink(const RelayOptions& options);
     ~AmqpSink() override;
     AmqpSink(const AmqpSink&) = delete;
     AmqpSink& operator=(const AmqpSink&) = delete;
@@ -38,6 +41,8 @@ class AmqpSink : public Sink {
         size_t index;
     };
 
+    // A socket of the connection: TLS with the broker's certificate verified, or plain TCP.
+    amqp_socket_t* new_socket();
     void open_channel();
     void disconnect();
     // Drops the connection: what is not yet answered, in every batch in flight, stays unsent,
@@ -66,6 +71,8 @@ class AmqpSink : public Sink {
     std::string user_;
     std::string password_;
     std::string vhost_;
+    bool tls_ = false;
+    std::string ca_file_;
     bool mandatory_;
     amqp_connection_state_t connection_ = nullptr;
     bool channel_open_ = false;

@@ -82,7 +82,7 @@ std::string batch_line(const SentBatch& sent) {
 
 std::unique_ptr<Sink> make_sink(const RelayOptions& options) {
     if (!options.amqp_url.empty()) {
-        return std::make_unique<AmqpSink>(options.amqp_url, options.fail_unroutable);
+        return std::make_unique<AmqpSink>(options);
     }
     return std::make_unique<HttpSink>(options.http_url);
 }

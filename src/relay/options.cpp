@@ -70,9 +70,14 @@ const std::vector<OptionSpec>& option_specs() {
          "its role needs inbox.grant_access(role, 'relay'), and 'monitor' to show the lag",
          [](RelayOptions& o, const std::string& v) { o.database = v; }},
         {"--amqp", "INBOX_RELAY_AMQP", "URL",
-         "publish to RabbitMQ (amqp://user:password@host:port/vhost): exchange = the\n"
-         "destination, routing key = the key, persistent, with publisher confirms",
+         "publish to RabbitMQ (amqp://user:password@host:port/vhost, or amqps://\n"
+         "for TLS): exchange = the destination, routing key = the key, persistent,\n"
+         "with publisher confirms",
          [](RelayOptions& o, const std::string& v) { o.amqp_url = v; }},
+        {"--amqp-ca", "INBOX_RELAY_AMQP_CA", "FILE",
+         "amqps://: verify the broker's certificate (its chain and its host name)\n"
+         "with the CA certificates in FILE (PEM; default: the system's)",
+         [](RelayOptions& o, const std::string& v) { o.amqp_ca = v; }},
         {"--http", "INBOX_RELAY_HTTP", "URL",
          "or POST each message to URL/<destination>, its id in Idempotency-Key",
          [](RelayOptions& o, const std::string& v) { o.http_url = v; }},
@@ -200,6 +205,9 @@ RelayOptions parse_options(int argc, char** argv) {
     }
     if (options.amqp_url.empty() == options.http_url.empty()) {
         throw UsageError("give exactly one sink: --amqp URL or --http URL (inbox-relay --help)");
+    }
+    if (!options.amqp_ca.empty() && !options.amqp_url.starts_with("amqps://")) {
+        throw UsageError("--amqp-ca is for an amqps:// URL (TLS)");
     }
     if (options.fail_unroutable && options.amqp_url.empty()) {
         throw UsageError("--unroutable fail is for --amqp: an HTTP endpoint answers each message");

@@ -11,6 +11,8 @@ namespace inbox_relay {
 struct RelayOptions {
     std::string database;  // a libpq connection string or URI
     std::string amqp_url;  // exactly one of amqp_url and http_url is set
+    // amqps://: the CA certificates (PEM) to verify the broker's certificate; "": the system's
+    std::string amqp_ca;
     std::string http_url;
     std::string name;                       // the relay's name in inbox.outbox (leased_by)
     std::vector<std::string> destinations;  // empty: every destination

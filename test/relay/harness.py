@@ -25,6 +25,10 @@ def scenario_parser():
     parser.add_argument("--pghost", required=True)
     parser.add_argument("--amqp-port", type=int, required=True)
     parser.add_argument("--work", required=True)
+    # The broker's AMQP over TLS, and the CAs of the test (ca.pem signed the broker's
+    # certificate, for localhost; other-ca.pem signed nothing of it).
+    parser.add_argument("--amqps-port", type=int)
+    parser.add_argument("--tls-dir")
     return parser
 
 
@@ -144,6 +148,23 @@ def declare_exchange(amqp_port, name, queue=True):
         if queue:
             channel.queue_declare(name, durable=True)
             channel.queue_bind(name, name, "#")
+
+
+def read_queue(amqp_port, name):
+    """Every message the queue holds: (routing key, properties, body), consumed."""
+    with amqp_connection(amqp_port) as amqp:
+        channel = amqp.channel()
+        count = channel.queue_declare(name, durable=True, passive=True).method.message_count
+        arrivals = []
+        for method, properties, body in channel.consume(name, auto_ack=True,
+                                                         inactivity_timeout=5):
+            if method is None:
+                fail(f"queue {name} said {count} messages, gave {len(arrivals)}")
+            arrivals.append((method.routing_key, properties, body))
+            if len(arrivals) == count:
+                break
+        channel.cancel()
+        return arrivals
 
 
 def restart_commands(work):

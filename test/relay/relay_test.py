@@ -39,8 +39,8 @@ import time
 import psycopg
 from psycopg.types.json import Jsonb
 
-from harness import (RELAY_ROLE, Relay, amqp_connection, amqp_sink, create_database,
-                     declare_exchange, fail, restart_commands, restart_rabbitmq, scenario_parser,
+from harness import (RELAY_ROLE, Relay, amqp_sink, create_database, declare_exchange, fail,
+                     read_queue, restart_commands, restart_rabbitmq, scenario_parser,
                      seconds_left, start_clock, wait_for)
 
 DEADLINE_SECONDS = 110  # the whole run; the suite must stay under two minutes
@@ -131,22 +131,6 @@ class Producer:
 
     def one_transaction(self, count):
         return self.transaction([self.message() for _ in range(count)], commit=True)
-
-
-def read_queue(amqp_port, name):
-    with amqp_connection(amqp_port) as amqp:
-        channel = amqp.channel()
-        count = channel.queue_declare(name, durable=True, passive=True).method.message_count
-        arrivals = []
-        for method, properties, body in channel.consume(name, auto_ack=True,
-                                                         inactivity_timeout=5):
-            if method is None:
-                fail(f"queue {name} said {count} messages, gave {len(arrivals)}")
-            arrivals.append((method.routing_key, properties, body))
-            if len(arrivals) == count:
-                break
-        channel.cancel()
-        return arrivals
 
 
 def fault_while_pending(db, after, what, inject):

@@ -23,6 +23,22 @@ trap 'exit 1' INT TERM
 # (prepared transactions: relay_test.py's producer commits one in two phases)
 cluster_start "$bindir" "$work/pg" "shared_preload_libraries = 'inbox'" "fsync = off" \
     "max_prepared_transactions = 2" "log_line_prefix = '%m [%p] %q%a '" || exit 1
+# The broker's AMQP over TLS (tls_test.py): a CA of the test's own, the broker's certificate for
+# localhost signed by it, and another CA that signed nothing of the broker's.
+rabbitmq_tls_dir=$work/tls
+mkdir -p "$rabbitmq_tls_dir"
+make_ca() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=inbox test $1" -keyout "$rabbitmq_tls_dir/$1.key" -out "$rabbitmq_tls_dir/$1.pem"
+}
+make_ca ca 2>/dev/null && make_ca other-ca 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+        -keyout "$rabbitmq_tls_dir/broker.key" -out "$rabbitmq_tls_dir/broker.csr" 2>/dev/null &&
+    openssl x509 -req -in "$rabbitmq_tls_dir/broker.csr" -CA "$rabbitmq_tls_dir/ca.pem" \
+        -CAkey "$rabbitmq_tls_dir/ca.key" -CAcreateserial -days 2 \
+        -extfile <(echo "subjectAltName = DNS:localhost") -out "$rabbitmq_tls_dir/broker.pem" \
+        2>/dev/null || { echo "could not make the test's TLS certificates"; exit 1; }
+chown -R "$cluster_user" "$rabbitmq_tls_dir" 2>/dev/null || true
 rabbitmq_start "$work/rabbitmq"
 
 # The commands the test restarts them with, one argument per NUL-terminated field.
@@ -35,4 +51,5 @@ printf '%s\0' "${as_user[@]}" env "${rabbitmq_vars[@]}" "$rabbitmq_bin/rabbitmqc
 
 # Debian's Python, where python3-psycopg and python3-pika are installed.
 /usr/bin/python3 "$source_dir/test/relay/$scenario" --relay "$bindir/inbox-relay" \
-    --pghost "$cluster_dir" --amqp-port "$rabbitmq_amqp_port" --work "$work" "$@"
+    --pghost "$cluster_dir" --amqp-port "$rabbitmq_amqp_port" --amqps-port "$rabbitmq_amqps_port" \
+    --tls-dir "$rabbitmq_tls_dir" --work "$work" "$@"

@@ -16,11 +16,11 @@ using inbox_relay::UsageError;
 
 namespace {
 
-constexpr const char* variables[] = {"INBOX_RELAY_DB",           "INBOX_RELAY_AMQP",
-                                     "INBOX_RELAY_HTTP",         "INBOX_RELAY_NAME",
-                                     "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
-                                     "INBOX_RELAY_LEASE",        "INBOX_RELAY_RETRY_AFTER",
-                                     "INBOX_RELAY_POLL",         "INBOX_RELAY_UNROUTABLE"};
+constexpr const char* variables[] = {
+    "INBOX_RELAY_DB",         "INBOX_RELAY_AMQP",         "INBOX_RELAY_HTTP",
+    "INBOX_RELAY_NAME",       "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
+    "INBOX_RELAY_LEASE",      "INBOX_RELAY_RETRY_AFTER",  "INBOX_RELAY_POLL",
+    "INBOX_RELAY_UNROUTABLE", "INBOX_RELAY_AMQP_CA"};
 
 // Each test starts from an environment without INBOX_RELAY_* variables.
 class RelayOptionsTest : public ::testing::Test {
@@ -51,6 +51,17 @@ TEST_F(RelayOptionsTest, CommandLineWithDefaults) {
     EXPECT_TRUE(options.destinations.empty());
     EXPECT_FALSE(options.name.empty());     // host:pid
     EXPECT_FALSE(options.fail_unroutable);  // dropped by the broker, as any publisher's
+}
+
+TEST_F(RelayOptionsTest, TheBrokersCertificateAuthorities) {
+    EXPECT_TRUE(parse({"--db", "d", "--amqp", "amqps://g:g@b/"}).amqp_ca.empty());  // the system's
+    EXPECT_EQ(parse({"--db", "d", "--amqp", "amqps://g:g@b/", "--amqp-ca", "/etc/ca.pem"}).amqp_ca,
+              "/etc/ca.pem");
+    setenv("INBOX_RELAY_AMQP_CA", "/etc/ca.pem", 1);
+    EXPECT_EQ(parse({"--db", "d", "--amqp", "amqps://g:g@b/"}).amqp_ca, "/etc/ca.pem");
+    // Without TLS a CA would verify nothing: a mistake in the URL, said at once.
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/"}), UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--http", "https://h"}), UsageError);
 }
 
 TEST_F(RelayOptionsTest, Unroutable) {
