@@ -59,7 +59,9 @@ void hold_writes(amqp_connection_state_t connection, bool hold) {
 }  // namespace
 
 AmqpSink::AmqpSink(const RelayOptions& options)
-    : ca_file_(options.amqp_ca), mandatory_(options.fail_unroutable) {
+    : heartbeat_seconds_(options.heartbeat_seconds),
+      ca_file_(options.amqp_ca),
+      mandatory_(options.fail_unroutable) {
     const std::string& url = options.amqp_url;
     // amqp_parse_url points into the buffer it is given, and writes into it.
     std::string buffer = url;
@@ -98,11 +100,10 @@ void AmqpSink::connect() {
         disconnect();
         throw SinkError(std::string("cannot connect: ") + amqp_error_string2(status));
     }
-    // No heartbeats: rabbitmq-c serves them only inside its calls, and an idle relay makes none;
-    // a dead connection shows at the next publication, whose messages are then retried.
+    // rabbitmq-c serves heartbeats only inside its calls: an idle relay calls keep_alive.
     std::string error =
-        reply_error(amqp_login(connection_, vhost_.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
-                               user_.c_str(), password_.c_str()));
+        reply_error(amqp_login(connection_, vhost_.c_str(), 0, 131072, heartbeat_seconds_,
+                               AMQP_SASL_METHOD_PLAIN, user_.c_str(), password_.c_str()));
     if (!error.empty()) {
         disconnect();
         throw SinkError("login refused: " + error);
@@ -351,11 +352,30 @@ void AmqpSink::note_return(const amqp_frame_t& frame) {
     }
 }
 
+void AmqpSink::keep_alive() {
+    // While confirms are awaited, reading them serves the heartbeats.
+    if (connected() && awaited_.empty()) {
+        read_frame(timeval{.tv_sec = 0, .tv_usec = 0}, true);
+    }
+}
+
+double AmqpSink::keep_alive_seconds() const {
+    // rabbitmq-c sends one when a heartbeat's time passed without a frame sent; the broker gives
+    // up after two missed.
+    return heartbeat_seconds_ > 0 ? heartbeat_seconds_ / 2.0 : Sink::keep_alive_seconds();
+}
+
 void AmqpSink::read_confirm() {
+    read_frame(timeval{.tv_sec = confirm_timeout_seconds, .tv_usec = 0}, false);
+}
+
+void AmqpSink::read_frame(timeval timeout, bool idle) {
     amqp_maybe_release_buffers(connection_);
     amqp_frame_t frame;
-    timeval timeout{.tv_sec = confirm_timeout_seconds, .tv_usec = 0};
     int status = amqp_simple_wait_frame_noblock(connection_, &frame, &timeout);
+    if (idle && status == AMQP_STATUS_TIMEOUT) {
+        return;
+    }
     if (status != AMQP_STATUS_OK) {
         // Which of the rest reached a queue is unknown: they go out again.
         lose_connection(status == AMQP_STATUS_TIMEOUT

@@ -33,6 +33,10 @@ class AmqpSink : public Sink {
     std::string describe() const override;
     void send(std::vector<OutboxMessage> batch) override;
     SentBatch await_oldest() override;
+    // Sends a heartbeat when one is due, and reads what the broker sent meanwhile (its
+    // heartbeats, a close), without waiting.
+    void keep_alive() override;
+    double keep_alive_seconds() const override;
 
   private:
     // A publication awaiting the broker's confirm: its batch, and its place in the batch.
@@ -61,6 +65,8 @@ class AmqpSink : public Sink {
     void await_alone(uint64_t tag, PublishOutcome& outcome);
     // Reads the broker's next confirm (or the connection's end) and settles what it answers.
     void read_confirm();
+    // Reads the broker's next frame and acts on it; `idle`: none within `timeout` is no error.
+    void read_frame(timeval timeout, bool idle);
     // A basic.return, then the properties of the message returned: its id kept with the reason
     // until its confirm (which follows) refuses it.
     void note_return(const amqp_frame_t& frame);
@@ -71,6 +77,7 @@ class AmqpSink : public Sink {
     std::string user_;
     std::string password_;
     std::string vhost_;
+    int heartbeat_seconds_;
     bool tls_ = false;
     std::string ca_file_;
     bool mandatory_;

@@ -4,6 +4,7 @@
 // again at once after a full batch, else waits for a notification on inbox_outbox or the poll
 // timeout. At least once: a message is marked done only after the sink confirmed it, so a crash in
 // between publishes it again, with the same id.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -95,6 +96,8 @@ class Relay {
     int run() {
         print_line("inbox-relay " + options_.name + " starting");
         while (!stop_requested()) {
+            // Each turn, the database's backoff (at most 10 s) included.
+            sink_->keep_alive();
             if (!database_.connected() &&
                 !reconnect(database_, database_backoff_, "the database")) {
                 continue;
@@ -137,7 +140,8 @@ class Relay {
         }
         settle_in_flight(full ? 1 : 0);
         if (empty) {
-            database_.wait_for_notification(options_.poll_seconds);
+            database_.wait_for_notification(
+                std::min(options_.poll_seconds, sink_->keep_alive_seconds()));
         }
     }
 

@@ -40,6 +40,16 @@ bool parse_unroutable(const std::string& text) {
     return text == "fail";
 }
 
+int parse_heartbeat(const std::string& text) {
+    char* end = nullptr;
+    long seconds = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || seconds < 0 || seconds > 3600) {
+        throw UsageError("--heartbeat must be a whole number of seconds from 0 to 3600, not '" +
+                         text + "'");
+    }
+    return static_cast<int>(seconds);
+}
+
 int parse_batch(const std::string& text) {
     char* end = nullptr;
     long batch = std::strtol(text.c_str(), &end, 10);
@@ -116,6 +126,11 @@ const std::vector<OptionSpec>& option_specs() {
          "(312 NO_ROUTE) and failed, taken again after --retry-after, dead after\n"
          "inbox.outbox_max_attempts",
          [](RelayOptions& o, const std::string& v) { o.fail_unroutable = parse_unroutable(v); }},
+        {"--heartbeat", "INBOX_RELAY_HEARTBEAT", "SECONDS",
+         "RabbitMQ: AMQP heartbeats (default 60, as the broker's; 0: none), so that\n"
+         "a connection lost while the relay is idle shows, and one idle behind a\n"
+         "firewall or load balancer is kept",
+         [](RelayOptions& o, const std::string& v) { o.heartbeat_seconds = parse_heartbeat(v); }},
     };
     return specs;
 }

@@ -23,6 +23,8 @@ struct RelayOptions {
     // RabbitMQ: a message no queue is bound for is published `mandatory`, and failed when the
     // broker returns it, rather than acked and dropped.
     bool fail_unroutable = false;
+    // RabbitMQ: AMQP heartbeats every that many seconds, each side's (0: none).
+    int heartbeat_seconds = 60;
     bool help = false;
 };
 

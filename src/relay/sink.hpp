@@ -41,6 +41,10 @@ class Sink {
     // Waits until each message of the oldest batch in flight is confirmed, refused or known
     // unsent, and hands it over.
     virtual SentBatch await_oldest() = 0;
+    // Between batches: what keeps an idle connection alive (AMQP heartbeats), and notices one
+    // that died; the longest the relay may wait before it calls this again.
+    virtual void keep_alive() {}
+    virtual double keep_alive_seconds() const { return 3600; }
 
     size_t batches_in_flight() const { return in_flight_.size(); }
 

@@ -14,6 +14,9 @@ it (docs/outbox.md, "Failures"): each take counts an attempt, so a relay that re
 - RabbitMQ: a message that AMQP cannot carry (a header name over 255 bytes, headers over a
   frame) is refused by itself; it used to break the connection under the rest of its batch,
   every time it was taken, until every message of the batch was dead.
+- RabbitMQ: a relay idle for 5 s with --heartbeat 1 keeps its connection (one connection, no
+  loss) and publishes the next message on it; without its heartbeats the broker closes an idle
+  connection after two missed.
 - A --db that libpq cannot parse is a bad option: exit status 2, not a database to wait for.
 
 Run as a scenario of test/relay/run.sh: test/relay/run.sh WORKDIR BINDIR sink_backoff_test.py"""
@@ -29,6 +32,7 @@ from harness import (Relay, create_database, declare_exchange, fail, restart_com
 
 DATABASE = "sink_backoff"
 OUTAGE_SECONDS = 4
+IDLE_SECONDS = 5
 
 
 class Endpoint(http.server.BaseHTTPRequestHandler):
@@ -175,6 +179,29 @@ def unpublishable(args, db):
     print("RabbitMQ: messages AMQP cannot carry refused by themselves, the rest delivered once")
 
 
+def idle_heartbeats(args, db):
+    declare_exchange(args.amqp_port, "quiet")
+    relay = Relay(args, DATABASE, "relay-idle",
+                  ["--amqp", f"amqp://guest:guest@127.0.0.1:{args.amqp_port}/"],
+                  ["--destinations", "quiet", "--heartbeat", "1"])
+
+    def connections():
+        return sum(1 for line in relay.lines() if line.startswith("connected to amqp"))
+    relay.start()
+    try:
+        wait_for("relay-idle connected", lambda: connections() == 1)
+        time.sleep(IDLE_SECONDS)
+        db.query("SELECT inbox.send('quiet', '{\"n\": 1}')")
+        wait_for("the message after the idle time delivered", lambda: delivered(db, "quiet") == 1)
+    finally:
+        if relay.stop(15) != 0:
+            fail("relay-idle did not exit 0 on SIGTERM")
+    if connections() != 1 or any(line.startswith("lost") for line in relay.lines()):
+        fail(f"idle with heartbeats, the connection was not kept: {relay.lines()}")
+    print(f"RabbitMQ: idle {IDLE_SECONDS} s with heartbeats every second, the connection kept "
+          "and the next message published on it")
+
+
 def bad_conninfo(args):
     try:
         result = subprocess.run([args.relay, "--db", "no_such_option=1", "--amqp",
@@ -198,6 +225,7 @@ def main():
     http_closing_endpoint(args, db)
     refused_channel(args, db, rabbitmqctl)
     unpublishable(args, db)
+    idle_heartbeats(args, db)
     print("sink backoff: passed")
 
 

@@ -20,7 +20,7 @@ constexpr const char* variables[] = {
     "INBOX_RELAY_DB",         "INBOX_RELAY_AMQP",         "INBOX_RELAY_HTTP",
     "INBOX_RELAY_NAME",       "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
     "INBOX_RELAY_LEASE",      "INBOX_RELAY_RETRY_AFTER",  "INBOX_RELAY_POLL",
-    "INBOX_RELAY_UNROUTABLE", "INBOX_RELAY_AMQP_CA"};
+    "INBOX_RELAY_UNROUTABLE", "INBOX_RELAY_AMQP_CA",      "INBOX_RELAY_HEARTBEAT"};
 
 // Each test starts from an environment without INBOX_RELAY_* variables.
 class RelayOptionsTest : public ::testing::Test {
@@ -49,8 +49,20 @@ TEST_F(RelayOptionsTest, CommandLineWithDefaults) {
     EXPECT_EQ(options.retry_after_seconds, 10);
     EXPECT_EQ(options.poll_seconds, 1);
     EXPECT_TRUE(options.destinations.empty());
-    EXPECT_FALSE(options.name.empty());     // host:pid
-    EXPECT_FALSE(options.fail_unroutable);  // dropped by the broker, as any publisher's
+    EXPECT_FALSE(options.name.empty());        // host:pid
+    EXPECT_FALSE(options.fail_unroutable);     // dropped by the broker, as any publisher's
+    EXPECT_EQ(options.heartbeat_seconds, 60);  // the broker's own default
+}
+
+TEST_F(RelayOptionsTest, Heartbeat) {
+    EXPECT_EQ(parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--heartbeat", "0"}).heartbeat_seconds,
+              0);
+    setenv("INBOX_RELAY_HEARTBEAT", "15", 1);
+    EXPECT_EQ(parse({"--db", "d", "--amqp", "amqp://g:g@b/"}).heartbeat_seconds, 15);
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--heartbeat", "1.5"}), UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--heartbeat", "-1"}), UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/", "--heartbeat", "3601"}),
+                 UsageError);
 }
 
 TEST_F(RelayOptionsTest, TheBrokersCertificateAuthorities) {
