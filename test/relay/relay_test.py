@@ -212,6 +212,20 @@ def check_amqp(args, db, producer, missing_id):
     return sum(copies.values()) - len(copies)
 
 
+def refused_again_and_again(db, message_id, reason, what):
+    """Waits until the message was refused three times for the reason, and was never delivered
+    nor dead meanwhile; returns its attempts and last error."""
+    def refused():
+        attempts, state, error = db.query("SELECT attempts, state, last_error "
+                                          "FROM inbox.outbox WHERE id = %s", (message_id,))[0]
+        if state in ("delivered", "dead"):
+            fail(f"{what} is {state}")
+        return attempts >= 3 and reason in (error or "")
+    wait_for(f"{what} to be refused", refused)
+    return db.query("SELECT attempts, last_error FROM inbox.outbox WHERE id = %s",
+                    (message_id,))[0]
+
+
 def check_pipeline(args, db, producer, rabbitmqctl):
     """Two batches in flight, never three. The broker blocks a publishing connection under a
     memory alarm, so the first batch's confirms do not come: the relay must have taken and sent
@@ -276,15 +290,8 @@ def check_unroutable(args, db, producer):
         wait_for("the message no queue is bound for to be delivered (dropped)",
                  lambda: db.delivered_among([dropped]) == 1)
 
-        def failed_again():
-            attempts, state, error = db.query("SELECT attempts, state, last_error "
-                                              "FROM inbox.outbox WHERE id = %s", (returned,))[0]
-            if state in ("delivered", "dead"):
-                fail(f"the message returned by the broker is {state}")
-            return attempts >= 3 and "312 NO_ROUTE" in (error or "")
-        wait_for("the message returned by the broker to be failed", failed_again)
-        attempts, error = db.query("SELECT attempts, last_error FROM inbox.outbox WHERE id = %s",
-                                   (returned,))[0]
+        attempts, error = refused_again_and_again(db, returned, "312 NO_ROUTE",
+                                                  "the message returned by the broker")
         declare_exchange(args.amqp_port, UNROUTED_FAILED)
         wait_for("the returned message to be delivered once a queue is bound",
                  lambda: db.delivered_among([returned]) == 1)
@@ -434,15 +441,8 @@ def main():
         wait_for("delivery after the RabbitMQ restart", all_delivered(db, producer))
 
         # The message without an exchange is refused again and again, never done.
-        def refused_again():
-            attempts, state, error = db.query("SELECT attempts, state, last_error "
-                                              "FROM inbox.outbox WHERE id = %s", (missing_id,))[0]
-            if state in ("delivered", "dead"):
-                fail(f"the message without an exchange is {state}")
-            return attempts >= 3 and "404 NOT_FOUND" in (error or "")
-        wait_for("the message without an exchange to be refused", refused_again)
-        attempts, error = db.query("SELECT attempts, last_error FROM inbox.outbox WHERE id = %s",
-                                   (missing_id,))[0]
+        attempts, error = refused_again_and_again(db, missing_id, "404 NOT_FOUND",
+                                                  "the message without an exchange")
         declare_exchange(args.amqp_port, MISSING_EXCHANGE)
         producer.committed[missing_id] = missing_message
         print(f"the message without an exchange was refused {attempts} times ({error}); "
