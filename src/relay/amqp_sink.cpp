@@ -354,15 +354,26 @@ void AmqpSink::note_return(const amqp_frame_t& frame) {
 
 void AmqpSink::keep_alive() {
     // While confirms are awaited, reading them serves the heartbeats.
-    if (connected() && awaited_.empty()) {
-        read_frame(timeval{.tv_sec = 0, .tv_usec = 0}, true);
+    if (!connected() || !awaited_.empty()) return;
+    // Every half interval, as RabbitMQ sends its own (rabbitmq-c would wait a whole one from the
+    // last frame sent, and the broker gives up after two intervals of silence: a relay that the
+    // machine's load holds back half an interval would lose its connection).
+    auto now = std::chrono::steady_clock::now();
+    if (heartbeat_seconds_ > 0 &&
+        now - heartbeat_sent_ >= std::chrono::duration<double>(heartbeat_seconds_ / 2.0)) {
+        amqp_frame_t heartbeat{};
+        heartbeat.frame_type = AMQP_FRAME_HEARTBEAT;
+        if (int status = amqp_send_frame(connection_, &heartbeat); status != AMQP_STATUS_OK) {
+            lose_connection(amqp_error_string2(status));
+            return;
+        }
+        heartbeat_sent_ = now;
     }
+    read_frame(timeval{.tv_sec = 0, .tv_usec = 0}, true);
 }
 
 double AmqpSink::keep_alive_seconds() const {
-    // rabbitmq-c sends one when a heartbeat's time passed without a frame sent; the broker gives
-    // up after two missed.
-    return heartbeat_seconds_ > 0 ? heartbeat_seconds_ / 2.0 : Sink::keep_alive_seconds();
+    return heartbeat_seconds_ > 0 ? heartbeat_seconds_ / 4.0 : Sink::keep_alive_seconds();
 }
 
 void AmqpSink::read_confirm() {

@@ -1,12 +1,13 @@
-// Publishes to RabbitMQ (AMQP 0-9-1, rabbitmq-c, over TLS for amqps://, the broker's certificate
-// verified) with publisher confirms: exchange = the
-// destination, routing key = the key ("" without one), persistent, message_id = the outbox id.
+// Publishes to RabbitMQ (AMQP 0-9-1, rabbitmq-c; over TLS for amqps://, the broker's certificate
+// verified) with publisher confirms: exchange = the destination, routing key = the key ("" without
+// one), persistent, message_id = the outbox id.
 // A message is confirmed only when the broker acked it; with `mandatory`, not when the broker
 // returned it first (no queue is bound for it).
 #pragma once
 
 #include "relay/rabbitmq.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -33,8 +34,8 @@ class AmqpSink : public Sink {
     std::string describe() const override;
     void send(std::vector<OutboxMessage> batch) override;
     SentBatch await_oldest() override;
-    // Sends a heartbeat when one is due, and reads what the broker sent meanwhile (its
-    // heartbeats, a close), without waiting.
+    // While nothing is awaited: sends a heartbeat every half interval, and reads what the broker
+    // sent meanwhile (its heartbeats, a close), without waiting.
     void keep_alive() override;
     double keep_alive_seconds() const override;
 
@@ -78,6 +79,7 @@ class AmqpSink : public Sink {
     std::string password_;
     std::string vhost_;
     int heartbeat_seconds_;
+    std::chrono::steady_clock::time_point heartbeat_sent_;  // the last one keep_alive sent
     bool tls_ = false;
     std::string ca_file_;
     bool mandatory_;
