@@ -59,7 +59,7 @@ RELAY = src/relay/inbox-relay
 RELAY_SOURCES = $(wildcard src/relay/*.cpp)
 RELAY_CXXFLAGS = -std=c++20 -Wall -Wextra -Werror -O2 -g -Isrc \
 	-isystem $(shell $(PG_CONFIG) --includedir)
-RELAY_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq -lrabbitmq -lssl -lcurl
+RELAY_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq -lrabbitmq -lssl -lcrypto -lcurl
 
 $(RELAY): $(RELAY_SOURCES) $(wildcard src/relay/*.hpp)
 	$(CXX) $(RELAY_CXXFLAGS) $(RELAY_SOURCES) $(LDFLAGS) $(RELAY_LIBS) -o $@

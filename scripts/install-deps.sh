@@ -11,9 +11,9 @@
 set -euo pipefail
 
 set_name=${1:-test}
-# make builds inbox-relay too: libpq, rabbitmq-c and libcurl.
+# make builds inbox-relay too: libpq, rabbitmq-c, OpenSSL and libcurl.
 demo_packages=(build-essential postgresql-15 postgresql-server-dev-15 libpq-dev librabbitmq-dev
-    libcurl4-openssl-dev)
+    libssl-dev libcurl4-openssl-dev)
 case $set_name in
 demo)
     purpose="the demo needs"

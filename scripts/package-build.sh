@@ -28,7 +28,7 @@ version=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$source_dir/inbox.
 # build-essential and debian/control's Build-Depends (postgresql-server-dev-all brings pg_buildext
 # and the pgxs addon of dh), and the server headers of MAJOR when it is not the suite's default.
 packages=(build-essential debhelper postgresql-server-dev-all "postgresql-server-dev-$major"
-    libpq-dev librabbitmq-dev libcurl4-openssl-dev)
+    libpq-dev librabbitmq-dev libssl-dev libcurl4-openssl-dev)
 chroot_dir=$chroots/$major-$suite-packaging
 chroot_ready "$chroot_dir" "${packages[@]}"
 

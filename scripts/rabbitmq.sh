@@ -5,7 +5,8 @@
 #   rabbitmq_start DIR        sets rabbitmq_amqp_port; DIR must not exist yet or be empty;
 #                             $rabbitmq_erl_args, if set, are added to the node's Erlang flags;
 #                             with $rabbitmq_tls_dir (ca.pem, broker.pem, broker.key, readable
-#                             by the cluster user), AMQP over TLS too, on rabbitmq_amqps_port
+#                             by the cluster user), AMQP over TLS too, on rabbitmq_amqps_port,
+#                             for clients with a certificate that ca.pem signed
 #   rabbitmq_ctl ARGS...      rabbitmqctl against that node
 #   rabbitmq_stop             stops the node and its epmd (safe to call twice, or unstarted)
 #   rabbitmq_purge_sink NAME  declares a durable fanout exchange NAME bound to a durable queue
@@ -104,6 +105,8 @@ listeners.ssl.default = 127.0.0.1:$rabbitmq_amqps_port
 ssl_options.cacertfile = $rabbitmq_tls_dir/ca.pem
 ssl_options.certfile = $rabbitmq_tls_dir/broker.pem
 ssl_options.keyfile = $rabbitmq_tls_dir/broker.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = true
 EOF
     fi
     # The cookie must be private to its owner, or Erlang refuses it.

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/time.h>
 
@@ -47,6 +48,16 @@ std::string unpublishable(const OutboxMessage& message, int frame_max) {
     return "";
 }
 
+// What OpenSSL said last, as " (reason)", or "": rabbitmq-c reports a TLS failure after the
+// handshake (TLS 1.3 ends it before the broker checks the relay's certificate) only as "a SSL
+// error occurred". Clears OpenSSL's errors, so that none is reported twice.
+std::string tls_reason() {
+    unsigned long code = ERR_peek_last_error();
+    const char* reason = code != 0 ? ERR_reason_error_string(code) : nullptr;
+    ERR_clear_error();
+    return reason != nullptr ? std::string(" (") + reason + ")" : "";
+}
+
 // Holds the connection's writes back until a whole batch is written (TCP_CORK), or lets them go:
 // the broker then reads a batch in full segments, a few reads for hundreds of messages, where
 // each message went out in a segment of its own.
@@ -61,6 +72,8 @@ void hold_writes(amqp_connection_state_t connection, bool hold) {
 AmqpSink::AmqpSink(const RelayOptions& options)
     : heartbeat_seconds_(options.heartbeat_seconds),
       ca_file_(options.amqp_ca),
+      cert_file_(options.amqp_cert),
+      key_file_(options.amqp_key),
       mandatory_(options.fail_unroutable) {
     const std::string& url = options.amqp_url;
     // amqp_parse_url points into the buffer it is given, and writes into it.
@@ -105,8 +118,9 @@ void AmqpSink::connect() {
         reply_error(amqp_login(connection_, vhost_.c_str(), 0, 131072, heartbeat_seconds_,
                                AMQP_SASL_METHOD_PLAIN, user_.c_str(), password_.c_str()));
     if (!error.empty()) {
+        std::string reason = tls_ ? tls_reason() : "";
         disconnect();
-        throw SinkError("login refused: " + error);
+        throw SinkError("login refused: " + error + reason);
     }
     open_channel();
 }
@@ -130,6 +144,14 @@ amqp_socket_t* AmqpSink::new_socket() {
         disconnect();
         throw SinkError("cannot read the CA certificates " +
                         (ca_file_.empty() ? std::string("of the system") : "in " + ca_file_));
+    }
+    // For a broker that asks for the client's certificate; it also checks that the key is the
+    // certificate's.
+    if (!cert_file_.empty() &&
+        amqp_ssl_socket_set_key(socket, cert_file_.c_str(), key_file_.c_str()) != AMQP_STATUS_OK) {
+        disconnect();
+        throw SinkError("cannot use the certificate " + cert_file_ + " with the key " + key_file_ +
+                        " (unreadable, not PEM, or not the certificate's key)");
     }
     return socket;
 }

@@ -82,6 +82,8 @@ class AmqpSink : public Sink {
     std::chrono::steady_clock::time_point heartbeat_sent_;  // the last one keep_alive sent
     bool tls_ = false;
     std::string ca_file_;
+    std::string cert_file_;  // with key_file_, the certificate the relay shows; "": none
+    std::string key_file_;
     bool mandatory_;
     amqp_connection_state_t connection_ = nullptr;
     bool channel_open_ = false;

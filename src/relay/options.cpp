@@ -88,6 +88,13 @@ const std::vector<OptionSpec>& option_specs() {
          "amqps://: verify the broker's certificate (its chain and its host name)\n"
          "with the CA certificates in FILE (PEM; default: the system's)",
          [](RelayOptions& o, const std::string& v) { o.amqp_ca = v; }},
+        {"--amqp-cert", "INBOX_RELAY_AMQP_CERT", "FILE",
+         "amqps://: the relay's certificate (PEM, with its chain), for a broker that\n"
+         "asks for one (mutual TLS); with --amqp-key",
+         [](RelayOptions& o, const std::string& v) { o.amqp_cert = v; }},
+        {"--amqp-key", "INBOX_RELAY_AMQP_KEY", "FILE",
+         "the private key of --amqp-cert (PEM, unencrypted)",
+         [](RelayOptions& o, const std::string& v) { o.amqp_key = v; }},
         {"--http", "INBOX_RELAY_HTTP", "URL",
          "or POST each message to URL/<destination>, its id in Idempotency-Key",
          [](RelayOptions& o, const std::string& v) { o.http_url = v; }},
@@ -221,8 +228,16 @@ RelayOptions parse_options(int argc, char** argv) {
     if (options.amqp_url.empty() == options.http_url.empty()) {
         throw UsageError("give exactly one sink: --amqp URL or --http URL (inbox-relay --help)");
     }
-    if (!options.amqp_ca.empty() && !options.amqp_url.starts_with("amqps://")) {
-        throw UsageError("--amqp-ca is for an amqps:// URL (TLS)");
+    bool tls = options.amqp_url.starts_with("amqps://");
+    for (const auto& [flag, value] : {std::pair{"--amqp-ca", &options.amqp_ca},
+                                      {"--amqp-cert", &options.amqp_cert},
+                                      {"--amqp-key", &options.amqp_key}}) {
+        if (!value->empty() && !tls) {
+            throw UsageError(std::string(flag) + " is for an amqps:// URL (TLS)");
+        }
+    }
+    if (options.amqp_cert.empty() != options.amqp_key.empty()) {
+        throw UsageError("--amqp-cert and --amqp-key go together: the certificate and its key");
     }
     if (options.fail_unroutable && options.amqp_url.empty()) {
         throw UsageError("--unroutable fail is for --amqp: an HTTP endpoint answers each message");

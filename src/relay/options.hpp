@@ -13,6 +13,10 @@ struct RelayOptions {
     std::string amqp_url;  // exactly one of amqp_url and http_url is set
     // amqps://: the CA certificates (PEM) to verify the broker's certificate; "": the system's
     std::string amqp_ca;
+    // amqps://: a certificate (PEM, with its chain) and its private key (PEM, unencrypted) that the
+    // relay presents to a broker asking for one; both or neither
+    std::string amqp_cert;
+    std::string amqp_key;
     std::string http_url;
     std::string name;                       // the relay's name in inbox.outbox (leased_by)
     std::vector<std::string> destinations;  // empty: every destination

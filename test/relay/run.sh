@@ -31,13 +31,19 @@ make_ca() {
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
         -subj "/CN=inbox test $1" -keyout "$rabbitmq_tls_dir/$1.key" -out "$rabbitmq_tls_dir/$1.pem"
 }
-make_ca ca 2>/dev/null && make_ca other-ca 2>/dev/null &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
-        -keyout "$rabbitmq_tls_dir/broker.key" -out "$rabbitmq_tls_dir/broker.csr" 2>/dev/null &&
-    openssl x509 -req -in "$rabbitmq_tls_dir/broker.csr" -CA "$rabbitmq_tls_dir/ca.pem" \
-        -CAkey "$rabbitmq_tls_dir/ca.key" -CAcreateserial -days 2 \
-        -extfile <(echo "subjectAltName = DNS:localhost") -out "$rabbitmq_tls_dir/broker.pem" \
-        2>/dev/null || { echo "could not make the test's TLS certificates"; exit 1; }
+# NAME.pem and NAME.key: a certificate for CN (and its subjectAltName), signed by the CA named.
+make_signed() {
+    local name=$1 ca=$2 cn=$3
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$cn" \
+        -keyout "$rabbitmq_tls_dir/$name.key" -out "$rabbitmq_tls_dir/$name.csr" &&
+        openssl x509 -req -in "$rabbitmq_tls_dir/$name.csr" -CA "$rabbitmq_tls_dir/$ca.pem" \
+            -CAkey "$rabbitmq_tls_dir/$ca.key" -CAcreateserial -days 2 \
+            -extfile <(echo "subjectAltName = DNS:$cn") -out "$rabbitmq_tls_dir/$name.pem"
+}
+# The broker's for localhost; the relay's own (the broker asks for one), and one of another CA.
+{ make_ca ca && make_ca other-ca && make_signed broker ca localhost &&
+    make_signed relay ca inbox-relay && make_signed relay-other-ca other-ca inbox-relay; } \
+    2>/dev/null || { echo "could not make the test's TLS certificates"; exit 1; }
 chown -R "$cluster_user" "$rabbitmq_tls_dir" 2>/dev/null || true
 rabbitmq_start "$work/rabbitmq"
 

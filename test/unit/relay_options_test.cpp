@@ -20,7 +20,8 @@ constexpr const char* variables[] = {
     "INBOX_RELAY_DB",         "INBOX_RELAY_AMQP",         "INBOX_RELAY_HTTP",
     "INBOX_RELAY_NAME",       "INBOX_RELAY_DESTINATIONS", "INBOX_RELAY_BATCH",
     "INBOX_RELAY_LEASE",      "INBOX_RELAY_RETRY_AFTER",  "INBOX_RELAY_POLL",
-    "INBOX_RELAY_UNROUTABLE", "INBOX_RELAY_AMQP_CA",      "INBOX_RELAY_HEARTBEAT"};
+    "INBOX_RELAY_UNROUTABLE", "INBOX_RELAY_AMQP_CA",      "INBOX_RELAY_HEARTBEAT",
+    "INBOX_RELAY_AMQP_CERT",  "INBOX_RELAY_AMQP_KEY"};
 
 // Each test starts from an environment without INBOX_RELAY_* variables.
 class RelayOptionsTest : public ::testing::Test {
@@ -74,6 +75,26 @@ TEST_F(RelayOptionsTest, TheBrokersCertificateAuthorities) {
     // Without TLS a CA would verify nothing: a mistake in the URL, said at once.
     EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/"}), UsageError);
     EXPECT_THROW(parse({"--db", "d", "--http", "https://h"}), UsageError);
+}
+
+TEST_F(RelayOptionsTest, TheRelaysOwnCertificate) {
+    RelayOptions none = parse({"--db", "d", "--amqp", "amqps://g:g@b/"});
+    EXPECT_TRUE(none.amqp_cert.empty());
+    EXPECT_TRUE(none.amqp_key.empty());
+    RelayOptions given = parse({"--db", "d", "--amqp", "amqps://g:g@b/", "--amqp-cert",
+                                "/etc/relay.pem", "--amqp-key", "/etc/relay.key"});
+    EXPECT_EQ(given.amqp_cert, "/etc/relay.pem");
+    EXPECT_EQ(given.amqp_key, "/etc/relay.key");
+    // One without the other: a certificate cannot be shown without its key.
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqps://g:g@b/", "--amqp-cert", "/etc/relay.pem"}),
+                 UsageError);
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqps://g:g@b/", "--amqp-key", "/etc/relay.key"}),
+                 UsageError);
+    setenv("INBOX_RELAY_AMQP_CERT", "/etc/relay.pem", 1);
+    setenv("INBOX_RELAY_AMQP_KEY", "/etc/relay.key", 1);
+    EXPECT_EQ(parse({"--db", "d", "--amqp", "amqps://g:g@b/"}).amqp_key, "/etc/relay.key");
+    // Without TLS there is no handshake to show them in.
+    EXPECT_THROW(parse({"--db", "d", "--amqp", "amqp://g:g@b/"}), UsageError);
 }
 
 TEST_F(RelayOptionsTest, Unroutable) {
