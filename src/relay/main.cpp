@@ -98,6 +98,9 @@ class Relay {
         while (!stop_requested()) {
             // Each turn, the database's backoff (at most 10 s) included.
             sink_->keep_alive();
+            // A connection lost while idle (a broker's restart, a close) is said as one lost
+            // under a batch is.
+            note_sink_state();
             if (!database_.connected() &&
                 !reconnect(database_, database_backoff_, "the database")) {
                 continue;
@@ -149,13 +152,7 @@ class Relay {
     void settle_in_flight(size_t keep) {
         while (sink_->batches_in_flight() > keep) {
             SentBatch sent = sink_->await_oldest();
-            if (!sink_->connected() && sink_up_) {
-                sink_backoff_.failed();
-                print_line("lost " + sink_->describe() + "; again in " +
-                           seconds_text(sink_backoff_.delay_seconds()));
-            }
-            sink_up_ = sink_->connected();
-            if (sink_up_) {
+            if (note_sink_state()) {
                 // The sink answered the batch: only now is it known to work. A connection alone
                 // is no success: an endpoint that takes connections but fails every batch (a
                 // channel error, a timeout) would be retried every 0.1 s and each retry takes
@@ -173,6 +170,17 @@ class Relay {
             print_line(batch_line(sent) + "; " +
                        lag_.describe([this] { return database_.read_lag(); }));
         }
+    }
+
+    // Whether the sink is up; when it went down since the last look, says so and backs off.
+    bool note_sink_state() {
+        if (!sink_->connected() && sink_up_) {
+            sink_backoff_.failed();
+            print_line("lost " + sink_->describe() + "; again in " +
+                       seconds_text(sink_backoff_.delay_seconds()));
+        }
+        sink_up_ = sink_->connected();
+        return sink_up_;
     }
 
     // SIGTERM: the batches in flight are confirmed and settled before the relay exits.
