@@ -568,6 +568,33 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION inbox.relay_take_floor(text, integer, interval) FROM PUBLIC;
 
+-- Whether a row version the caller sees was written by its own transaction or one of its
+-- subtransactions, as the library's take asks TransactionIdIsCurrentTransactionId
+-- (src/outbox/direct_take.cpp): in progress and yet seen, it can be no other's. Its xid comes
+-- at or after the transaction's own (a subtransaction's is later) and less than 2^31 after it;
+-- pg_xact_status wants it with its epoch, counted from the transaction's. An xid frozen long
+-- ago that reads as one not yet handed out is not this transaction's (pg_xact_status refuses
+-- it, 22023).
+CREATE FUNCTION inbox.written_here(row_xmin xid) RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    own bigint := pg_current_xact_id_if_assigned()::text::bigint;
+    after_own bigint;
+BEGIN
+    IF own IS NULL THEN
+        RETURN false;
+    END IF;
+    after_own := (row_xmin::text::bigint - own % 4294967296 + 4294967296) % 4294967296;
+    IF after_own >= 2147483648 THEN
+        RETURN false;
+    END IF;
+    RETURN pg_xact_status((own + after_own)::text::xid8) = 'in progress';
+EXCEPTION WHEN invalid_parameter_value THEN
+    RETURN false;
+END $$;
+REVOKE ALL ON FUNCTION inbox.written_here(xid) FROM PUBLIC;
+
 -- relay_take as the SQL edition (1.4, a server that loads no library) serves it: one statement
 -- that locks the candidates (SKIP LOCKED) and leases them. The library's relay_take does the same
 -- in C (src/outbox/relay_take.cpp), reading the undelivered index once and leasing each message
@@ -584,15 +611,25 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp
 SET enable_sort = off SET jit = off SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    now_ timestamptz := clock_timestamp();
+    -- Whether this transaction wrote before the take (the floor's write comes after): only then
+    -- can a candidate's version be its own.
+    wrote_before boolean := pg_current_xact_id_if_assigned() IS NOT NULL;
     scan_floor bigint := inbox.relay_take_floor(relay, max_messages, lease);
     max_attempts integer := inbox.outbox_max_attempts();
+    now_ timestamptz;
 BEGIN
+    -- The lease runs from here, after the waits for the floor's lock (a release) and the table's
+    -- (a sender of many keys, a backfill): from the call, a take that waited longer than the
+    -- lease would hand out leases already expired, the next relay's to take.
+    LOCK TABLE inbox.outbox_messages IN ROW EXCLUSIVE MODE;
+    now_ := clock_timestamp();
     RETURN QUERY
     WITH candidates AS (
         SELECT m.ctid, m.ordinal FROM inbox.outbox_messages m
         WHERE m.dead_at IS NULL AND m.not_before <= now_
           AND m.ordinal >= scan_floor
+          -- not sent, failed or released by this transaction: not committed yet
+          AND NOT (wrote_before AND inbox.written_here(m.xmin))
           AND (relay_take_messages.destinations IS NULL
                OR m.destination = ANY (relay_take_messages.destinations COLLATE pg_catalog."C"))
           -- the head of its key, and no other message of the key in flight (a released dead

@@ -55,8 +55,13 @@ LANGUAGE sql AS $$
 $$;
 
 -- The whole scenario, from an empty outbox and floor: what each step answered, then every
--- message's row.
-CREATE FUNCTION take_scenario(edition text) RETURNS SETOF text
+-- message's row, as the lines of `label`. Each step commits: a take leases no message that its
+-- own transaction wrote (sent, leased, failed, released, its lease ended by hand), as a relay's
+-- transaction never holds the writes of the others.
+CREATE TABLE scenario_lines (label text NOT NULL, step bigserial, line text);
+CREATE FUNCTION say(label text, line text) RETURNS void
+LANGUAGE sql AS $$ INSERT INTO scenario_lines (label, line) VALUES (label, line) $$;
+CREATE PROCEDURE take_scenario(edition text, label text)
 LANGUAGE plpgsql AS $$
 DECLARE
     sent RECORD;
@@ -73,61 +78,81 @@ BEGIN
     -- (the cause a claim before the send would have given: the delivered record keeps it)
     UPDATE inbox.outbox_messages SET cause_consumer = 'billing', cause_message_id = 'm-1'
     WHERE payload ->> 'n' = '1';
+    COMMIT;
     -- One message of a key at a time, in order; the limit counts what is taken.
-    RETURN NEXT take_by(edition, 'r1', 2);
-    RETURN NEXT take_by(edition, 'r2', 10, '{b}');
-    RETURN NEXT take_by(edition, 'r3', 1, '{c, NULL}');
-    RETURN NEXT take_by(edition, 'r4', 10);
-    RETURN NEXT take_by(edition, 'r4', 10);
+    PERFORM say(label, take_by(edition, 'r1', 2));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r2', 10, '{b}'));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r3', 1, '{c, NULL}'));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r4', 10));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r4', 10));
+    COMMIT;
     -- Settled: the key's next goes out; failed, due again at once: taken again, second attempt.
-    RETURN NEXT done_by(edition, ids_of(1, 4));
-    RETURN NEXT format('failed %s', inbox.relay_failed(ids_of(3), 'refused', '0 seconds'));
-    RETURN NEXT take_by(edition, 'r1', 10);
+    PERFORM say(label, done_by(edition, ids_of(1, 4)));
+    COMMIT;
+    PERFORM say(label, format('failed %s', inbox.relay_failed(ids_of(3), 'refused', '0 seconds')));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r1', 10));
+    COMMIT;
     -- Expired leases go to the next relay, with one more attempt; at the limit, dead instead
     -- (and their key's next message waits for the next take).
     PERFORM expire_leases();
-    RETURN NEXT take_by(edition, 'r5', 3);
-    RETURN NEXT take_by(edition, 'r5', 10);
-    PERFORM set_config('inbox.outbox_max_attempts', '2', true);
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r5', 3));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r5', 10));
+    COMMIT;
+    PERFORM set_config('inbox.outbox_max_attempts', '2', false);
     PERFORM expire_leases();
-    RETURN NEXT take_by(edition, 'r6', 10);
-    RETURN NEXT take_by(edition, 'r6', 10);
-    PERFORM set_config('inbox.outbox_max_attempts', '10', true);
-    RETURN NEXT format('released %s', inbox.relay_release(ids_of(2, 3, 5, 7)));
-    RETURN NEXT take_by(edition, 'r7', 10);
-    RETURN QUERY
-    SELECT format('%s: %s attempts %s, %s%s', m.payload ->> 'n',
-                  CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
-                       WHEN m.leased_by IS NOT NULL THEN 'leased by ' || m.leased_by
-                       ELSE 'pending' END,
-                  m.attempts, coalesce(m.last_error, 'no error'),
-                  CASE WHEN m.leased_by IS NOT NULL AND m.not_before <= now()
-                       THEN ' (lease over)' ELSE '' END)
-    FROM inbox.outbox_messages m ORDER BY m.ordinal;
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r6', 10));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r6', 10));
+    COMMIT;
+    PERFORM set_config('inbox.outbox_max_attempts', '10', false);
+    PERFORM say(label, format('released %s', inbox.relay_release(ids_of(2, 3, 5, 7))));
+    COMMIT;
+    PERFORM say(label, take_by(edition, 'r7', 10));
+    COMMIT;
+    PERFORM say(label, format('%s: %s attempts %s, %s%s', m.payload ->> 'n',
+                              CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
+                                   WHEN m.leased_by IS NOT NULL THEN 'leased by ' || m.leased_by
+                                   ELSE 'pending' END,
+                              m.attempts, coalesce(m.last_error, 'no error'),
+                              CASE WHEN m.leased_by IS NOT NULL AND m.not_before <= now()
+                                   THEN ' (lease over)' ELSE '' END))
+    FROM (SELECT * FROM inbox.outbox_messages ORDER BY ordinal) m;
     -- Settled whatever their state (leased, pending, dead: a late relay did publish it), each
     -- once however often it is named, an unknown id or a NULL settling nothing; with retention
     -- 0, deleted without a record.
-    RETURN NEXT done_by(edition, ids_of(2, 3, 5, 2) || ARRAY[NULL, gen_random_uuid()]);
-    PERFORM set_config('inbox.outbox_retention', '0', true);
-    RETURN NEXT done_by(edition, ids_of(7, 8));
-    PERFORM set_config('inbox.outbox_retention', '7d', true);
-    RETURN NEXT done_by(edition, ids_of(10, 6, 9));
-    RETURN QUERY
-    SELECT format('left: %s', string_agg(m.payload ->> 'n', ' ' ORDER BY m.ordinal))
+    PERFORM say(label, done_by(edition, ids_of(2, 3, 5, 2) || ARRAY[NULL, gen_random_uuid()]));
+    PERFORM set_config('inbox.outbox_retention', '0', false);
+    PERFORM say(label, done_by(edition, ids_of(7, 8)));
+    RESET inbox.outbox_retention;
+    PERFORM say(label, done_by(edition, ids_of(10, 6, 9)));
+    PERFORM say(label, format('left: %s', string_agg(m.payload ->> 'n', ' ' ORDER BY m.ordinal)))
     FROM inbox.outbox_messages m;
-    RETURN QUERY
-    SELECT format('record: %s %s attempts %s, %s, cause %s, delivered after its send %s',
-                  d.destination, coalesce(d.key, '-'), d.attempts,
-                  coalesce(d.last_error, 'no error'),
-                  coalesce(d.cause_consumer || ' ' || d.cause_message_id, '-'),
-                  d.delivered_at >= d.created_at) AS line
-    FROM inbox.outbox_delivered d ORDER BY line;
+    PERFORM say(label, r.line)
+    FROM (SELECT format('record: %s %s attempts %s, %s, cause %s, delivered after its send %s',
+                        d.destination, coalesce(d.key, '-'), d.attempts,
+                        coalesce(d.last_error, 'no error'),
+                        coalesce(d.cause_consumer || ' ' || d.cause_message_id, '-'),
+                        d.delivered_at >= d.created_at) AS line
+          FROM inbox.outbox_delivered d ORDER BY 1) r;
+    RESET inbox.outbox_max_attempts;
 END $$;
+-- The lines of a scenario, numbered.
+CREATE FUNCTION lines_of(scenario text) RETURNS TABLE (step bigint, line text)
+LANGUAGE sql AS $$
+    SELECT row_number() OVER (ORDER BY l.step), l.line FROM scenario_lines l
+    WHERE l.label = scenario
+$$;
 
-CREATE TEMPORARY TABLE library AS
-SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
-CREATE TEMPORARY TABLE sql_edition AS
-SELECT row_number() OVER () AS step, line FROM take_scenario('sql') line;
+CALL take_scenario('library', 'library');
+CALL take_scenario('sql', 'sql_edition');
 -- Triggers on the tables: the library leaves the take and the settlement to the statements.
 -- Each trigger counts what it saw: it runs only if a statement wrote the rows.
 CREATE TABLE outbox_writes_seen (what text);
@@ -145,8 +170,7 @@ BEGIN
 END $$;
 CREATE TRIGGER outbox_touched BEFORE UPDATE OR DELETE ON inbox.outbox_messages
     FOR EACH ROW EXECUTE FUNCTION outbox_touched();
-CREATE TEMPORARY TABLE library_with_trigger AS
-SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
+CALL take_scenario('library', 'library_with_trigger');
 DROP TRIGGER outbox_touched ON inbox.outbox_messages;
 SELECT what, count(*) AS seen_with_a_trigger_on_the_messages
 FROM outbox_writes_seen GROUP BY what ORDER BY what;
@@ -154,8 +178,7 @@ TRUNCATE outbox_writes_seen;
 -- A trigger on the delivered records alone: the settlement goes to the statements still.
 CREATE TRIGGER outbox_touched BEFORE INSERT ON inbox.outbox_delivered
     FOR EACH ROW EXECUTE FUNCTION outbox_touched();
-CREATE TEMPORARY TABLE library_with_record_trigger AS
-SELECT row_number() OVER () AS step, line FROM take_scenario('library') line;
+CALL take_scenario('library', 'library_with_record_trigger');
 DROP TRIGGER outbox_touched ON inbox.outbox_delivered;
 DROP FUNCTION outbox_touched();
 SELECT what, count(*) AS seen_with_a_trigger_on_the_records
@@ -164,20 +187,27 @@ DROP TABLE outbox_writes_seen;
 
 SELECT l.line, l.line = s.line AS same_in_the_sql_edition,
        l.line = t.line AS same_with_a_trigger, l.line = r.line AS same_with_a_record_trigger
-FROM library l FULL JOIN sql_edition s USING (step) FULL JOIN library_with_trigger t USING (step)
-     FULL JOIN library_with_record_trigger r USING (step)
+FROM lines_of('library') l FULL JOIN lines_of('sql_edition') s USING (step)
+     FULL JOIN lines_of('library_with_trigger') t USING (step)
+     FULL JOIN lines_of('library_with_record_trigger') r USING (step)
 ORDER BY step;
 
--- A message this transaction locked before its take (SELECT ... FOR UPDATE) is taken by both.
+-- A committed message this transaction locked before its take (SELECT ... FOR UPDATE), which
+-- writes no version of it, is taken by both.
+DELETE FROM inbox.outbox_messages;
+SELECT inbox.send('own', '{"n": 1}') IS NOT NULL AS sent;
 CREATE FUNCTION take_own_locked(edition text) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM inbox.outbox_messages;
-    PERFORM inbox.send('own', '{"n": 1}');
     PERFORM FROM inbox.outbox_messages FOR UPDATE;
     RETURN take_by(edition, 'r1', 10);
 END $$;
-SELECT take_own_locked('library') AS library, take_own_locked('sql') AS sql_edition;
+BEGIN;
+SELECT take_own_locked('library') AS library;
+ROLLBACK;
+BEGIN;
+SELECT take_own_locked('sql') AS sql_edition;
+ROLLBACK;
 
 -- A lease is a write: both refuse it in a read-only transaction (25006), as on a standby.
 CREATE FUNCTION take_sqlstate(edition text) RETURNS text
@@ -286,11 +316,47 @@ FROM (SELECT row_number() OVER () AS step, line FROM walk_scenario('library') li
      USING (step)
 ORDER BY step;
 
+-- A take leases no message that its own transaction wrote: sent there (not committed, it may yet
+-- roll back; in a subtransaction too), or failed there (its change not yet everyone's). It takes
+-- the committed ones beside them; after the rollback they are as they were, unleased.
+DELETE FROM inbox.outbox_messages;
+DELETE FROM inbox.outbox_delivered;
+SELECT count(inbox.send('own', jsonb_build_object('n', g))) AS committed
+FROM generate_series(1, 2) g;
+CREATE FUNCTION own_writes(edition text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM inbox.send('own', '{"n": 3}');
+    BEGIN
+        PERFORM inbox.send('own', '{"n": 4}');  -- in a subtransaction, committed into this one
+    EXCEPTION WHEN raise_exception THEN
+        RAISE;
+    END;
+    RETURN NEXT take_by(edition, 'own-relay', 10);
+    RETURN NEXT format('failed %s', inbox.relay_failed(ids_of(1), 'refused', '0 seconds'));
+    RETURN NEXT take_by(edition, 'own-relay', 10);
+END $$;
+BEGIN;
+SELECT * FROM own_writes('library');
+ROLLBACK;
+BEGIN;
+SELECT * FROM own_writes('sql');
+ROLLBACK;
+SELECT m.payload ->> 'n' AS n, m.attempts, m.leased_by FROM inbox.outbox_messages m ORDER BY 1;
+-- A relay that settles its last batch and takes the next in one transaction takes as it would in
+-- two: the messages it did not write.
+BEGIN;
+SELECT take_by('library', 'own-relay', 1);
+SELECT format('done %s', inbox.relay_done(ids_of(1)));
+SELECT take_by('library', 'own-relay', 1);
+COMMIT;
+
 -- Clean up: each file leaves the database as it found it.
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 UPDATE inbox.outbox_scan_floor SET floor = 0, checkpoint_ordinal = 0, checkpoint_xid = '0';
-DROP FUNCTION take_scenario(text), take_by(text, text, integer, text[]), ids_of(integer[]),
-    done_by(text, uuid[]),
+DROP PROCEDURE take_scenario(text, text);
+DROP FUNCTION take_by(text, text, integer, text[]), ids_of(integer[]), done_by(text, uuid[]),
     expire_leases(), take_own_locked(text), take_sqlstate(text), done_sqlstate(text),
-    walk_scenario(text);
+    walk_scenario(text), own_writes(text), say(text, text), lines_of(text);
+DROP TABLE scenario_lines;

@@ -84,6 +84,15 @@ Message read_message(TupleTableSlot* slot) {
     return {slot->tts_values, slot->tts_isnull};
 }
 
+// Whether the message's version was written by the taking transaction (or one of its
+// subtransactions): sent there, it is not committed and may yet roll back; failed or released
+// there, its change is not yet everyone's. The take leaves it to the next one after the commit.
+bool written_here(TupleTableSlot* slot) {
+    bool null = false;
+    Datum xmin = slot_getsysattr(slot, MinTransactionIdAttributeNumber, &null);
+    return !null && TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin));
+}
+
 // The destinations asked for, unpacked once.
 struct DestinationFilter {
     bool any;
@@ -284,7 +293,7 @@ void take_directly(const TakeTables& tables, const TakeRequest& request, Tuplest
         Message candidate = read_message(found);
         if (!candidate.null(dead_at_column) ||
             DatumGetTimestampTz(candidate.get(not_before_column)) > request.now ||
-            !wanted(filter, candidate.get(destination_column)))
+            !wanted(filter, candidate.get(destination_column)) || written_here(found))
             continue;
         if (!candidate.null(key_column) && key_held_back(probe, candidate, request.now)) continue;
         LeaseOutcome outcome = lease(table, found, row, request, not_before, command, snapshot);

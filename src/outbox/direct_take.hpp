@@ -20,7 +20,7 @@ struct TakeRequest {
     ArrayType* destinations;  // nullptr: every destination
     int64 scan_floor;
     int32 max_attempts;
-    TimestampTz now;
+    TimestampTz now;  // once every lock is granted: the lease runs from it
 };
 
 // The table and the two indexes a direct take reads.

@@ -72,7 +72,6 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(inbox_relay_take);
 PGDLLEXPORT Datum inbox_relay_take(PG_FUNCTION_ARGS) {
-    TimestampTz now = GetCurrentTimestamp();
     InitMaterializedSRF(fcinfo, 0);
     auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     TakeArguments arguments = take_arguments_of(fcinfo);
@@ -83,6 +82,10 @@ PGDLLEXPORT Datum inbox_relay_take(PG_FUNCTION_ARGS) {
     }
     TakeRequest request = {};
     request.scan_floor = scan_floor(arguments);
+    // The lease runs from here, after the waits for the table's lock (a sender of many keys, a
+    // backfill) and the floor's (a release): from the call, a take that waited longer than the
+    // lease would hand out leases already expired, the next relay's to take.
+    request.now = GetCurrentTimestamp();
     // A lease is a write (25006 in a read-only transaction, on a standby), as the statement's
     // FOR UPDATE is; the floor's own write is only now and then.
     PreventCommandIfReadOnly("relay_take()");
@@ -92,7 +95,6 @@ PGDLLEXPORT Datum inbox_relay_take(PG_FUNCTION_ARGS) {
     request.lease = PG_GETARG_INTERVAL_P(2);
     request.destinations = PG_ARGISNULL(3) ? nullptr : PG_GETARG_ARRAYTYPE_P(3);
     request.max_attempts = outbox_max_attempts;
-    request.now = now;
     take_directly(tables, request, result->setResult, result->setDesc);
     return Datum(0);
 }
