@@ -122,9 +122,9 @@ class Relay {
 
   private:
     // Takes a batch and sends it. After a full batch the relay takes the next at once, and
-    // settles the one before, whose confirms came in meanwhile: one batch is confirmed while the
-    // next is taken and published. Otherwise it settles what is in flight, and waits for a
-    // notification when there was nothing to take.
+    // settles the oldest once the sink's most batches in flight are out: its confirms came in
+    // while the others were taken and published. Otherwise it settles what is in flight, and
+    // waits for a notification when there was nothing to take.
     void step() {
         if (!sink_->connected()) {
             // What the broker answered before it went away is settled before the backoff.
@@ -141,7 +141,7 @@ class Relay {
         if (!empty) {
             sink_->send(std::move(batch));
         }
-        settle_in_flight(full ? 1 : 0);
+        settle_in_flight(full ? sink_->most_batches_in_flight() - 1 : 0);
         if (empty) {
             database_.wait_for_notification(
                 std::min(options_.poll_seconds, sink_->keep_alive_seconds()));

@@ -1,6 +1,6 @@
 // Where the relay publishes: a RabbitMQ broker (amqp_sink) or an HTTP endpoint (http_sink).
 // Pipelined: a batch is sent, and its outcomes awaited later, so that the broker confirms one
-// batch while the relay takes and publishes the next.
+// batch while the relay takes and publishes the next ones.
 #pragma once
 
 #include <chrono>
@@ -47,6 +47,9 @@ class Sink {
     virtual double keep_alive_seconds() const { return 3600; }
 
     size_t batches_in_flight() const { return in_flight_.size(); }
+    // How many full batches the relay keeps sent and unsettled: one where a batch's outcomes are
+    // known once it is sent.
+    virtual size_t most_batches_in_flight() const { return 1; }
 
   protected:
     // The batch sent, in flight from now on, its outcomes unsent.

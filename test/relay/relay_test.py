@@ -16,8 +16,8 @@ message arrived at least once with message_id = its outbox id, its payload, cont
 persistence and headers; no rolled-back one arrived; within each key the first arrivals are in
 commit order; every message is `delivered` in inbox.outbox.
 Then the pipeline: while RabbitMQ blocks publishers (a memory alarm), a relay with batches of 5
-has published one full batch and taken and published the next while the first awaits its
-confirms, and takes no third; when the alarm clears, each message arrives once.
+has published one full batch and taken and published the next two while the first awaits its
+confirms, and takes no fourth; when the alarm clears, each message arrives once.
 Then the messages no queue is bound for: acked by the broker and delivered by a relay with the
 default --unroutable drop; with --unroutable fail, returned (312 NO_ROUTE) and failed again and
 again, never delivered, until a queue is bound; then it arrives once.
@@ -56,6 +56,7 @@ PRODUCED_PER_FAULT = 800  # in one transaction, before each fault
 FAULT_AFTER = 150  # deliveries after that commit, then the fault
 PIPELINED = "pipelined"  # the destination of the pipeline's check
 PIPELINED_BATCH = 5
+BATCHES_IN_FLIGHT = 3  # src/relay/main.cpp
 UNROUTED_DROPPED = "unrouted_dropped"  # exchanges without a queue, until the test binds one
 UNROUTED_FAILED = "unrouted_failed"
 HTTP_MESSAGES = 60
@@ -227,9 +228,10 @@ def refused_again_and_again(db, message_id, reason, what):
 
 
 def check_pipeline(args, db, producer, rabbitmqctl):
-    """Two batches in flight, never three. The broker blocks a publishing connection under a
+    """Three batches in flight, never four. The broker blocks a publishing connection under a
     memory alarm, so the first batch's confirms do not come: the relay must have taken and sent
-    the second batch before it waits for them, and must wait for them before a third."""
+    the second and the third batch before it waits for them, and must wait for them before a
+    fourth."""
     declare_exchange(args.amqp_port, PIPELINED)
 
     def memory_alarm(on):
@@ -245,14 +247,16 @@ def check_pipeline(args, db, producer, rabbitmqctl):
     try:
         # Without a key: every message can be leased at once.
         ids = producer.transaction([(PIPELINED, None, {"n": i}, None)
-                                    for i in range(4 * PIPELINED_BATCH)], commit=True)
+                                    for i in range((BATCHES_IN_FLIGHT + 2) * PIPELINED_BATCH)],
+                                   commit=True)
 
         def leased():
             return db.value("SELECT count(*) FROM inbox.outbox WHERE destination = %s "
                             "AND state = 'leased'", (PIPELINED,))
-        in_flight = 2 * PIPELINED_BATCH
-        wait_for("two batches in flight while the broker blocks", lambda: leased() >= in_flight)
-        # None of them settled, and no third batch taken while the first awaits its confirms
+        in_flight = BATCHES_IN_FLIGHT * PIPELINED_BATCH
+        wait_for("three batches in flight while the broker blocks",
+                 lambda: leased() >= in_flight)
+        # None of them settled, and no fourth batch taken while the first awaits its confirms
         # (observed for a while: the relay would take it at once).
         observed_until = time.monotonic() + 1
         while time.monotonic() < observed_until:
@@ -471,9 +475,9 @@ def main():
               f"PostgreSQL restart, 1 RabbitMQ restart, 1 SIGTERM; {batch_lines} batch lines "
               "with the lag", flush=True)
         check_pipeline(args, db, producer, rabbitmqctl)
-        print(f"pipeline: {2 * PIPELINED_BATCH} messages in flight in two batches of "
-              f"{PIPELINED_BATCH} while the broker blocked, no third batch; each delivered once",
-              flush=True)
+        print(f"pipeline: {BATCHES_IN_FLIGHT * PIPELINED_BATCH} messages in flight in three "
+              f"batches of {PIPELINED_BATCH} while the broker blocked, no fourth batch; each "
+              "delivered once", flush=True)
         attempts, error = check_unroutable(args, db, producer)
         print(f"unroutable: dropped and delivered by default; with --unroutable fail returned "
               f"and failed {attempts} times ({error}), then delivered once a queue was bound",
