@@ -59,8 +59,13 @@ $$;
 -- own transaction wrote (sent, leased, failed, released, its lease ended by hand), as a relay's
 -- transaction never holds the writes of the others.
 CREATE TABLE scenario_lines (label text NOT NULL, step bigserial, line text);
-CREATE FUNCTION say(label text, line text) RETURNS void
-LANGUAGE sql AS $$ INSERT INTO scenario_lines (label, line) VALUES (label, line) $$;
+-- A step's answer, committed with the step.
+CREATE PROCEDURE say(label text, line text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO scenario_lines (label, line) VALUES (label, line);
+    COMMIT;
+END $$;
 CREATE PROCEDURE take_scenario(edition text, label text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -80,68 +85,56 @@ BEGIN
     WHERE payload ->> 'n' = '1';
     COMMIT;
     -- One message of a key at a time, in order; the limit counts what is taken.
-    PERFORM say(label, take_by(edition, 'r1', 2));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r2', 10, '{b}'));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r3', 1, '{c, NULL}'));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r4', 10));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r4', 10));
-    COMMIT;
+    CALL say(label, take_by(edition, 'r1', 2));
+    CALL say(label, take_by(edition, 'r2', 10, '{b}'));
+    CALL say(label, take_by(edition, 'r3', 1, '{c, NULL}'));
+    CALL say(label, take_by(edition, 'r4', 10));
+    CALL say(label, take_by(edition, 'r4', 10));
     -- Settled: the key's next goes out; failed, due again at once: taken again, second attempt.
-    PERFORM say(label, done_by(edition, ids_of(1, 4)));
-    COMMIT;
-    PERFORM say(label, format('failed %s', inbox.relay_failed(ids_of(3), 'refused', '0 seconds')));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r1', 10));
-    COMMIT;
+    CALL say(label, done_by(edition, ids_of(1, 4)));
+    CALL say(label, format('failed %s', inbox.relay_failed(ids_of(3), 'refused', '0 seconds')));
+    CALL say(label, take_by(edition, 'r1', 10));
     -- Expired leases go to the next relay, with one more attempt; at the limit, dead instead
     -- (and their key's next message waits for the next take).
     PERFORM expire_leases();
     COMMIT;
-    PERFORM say(label, take_by(edition, 'r5', 3));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r5', 10));
-    COMMIT;
+    CALL say(label, take_by(edition, 'r5', 3));
+    CALL say(label, take_by(edition, 'r5', 10));
     PERFORM set_config('inbox.outbox_max_attempts', '2', false);
     PERFORM expire_leases();
     COMMIT;
-    PERFORM say(label, take_by(edition, 'r6', 10));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r6', 10));
-    COMMIT;
+    CALL say(label, take_by(edition, 'r6', 10));
+    CALL say(label, take_by(edition, 'r6', 10));
     PERFORM set_config('inbox.outbox_max_attempts', '10', false);
-    PERFORM say(label, format('released %s', inbox.relay_release(ids_of(2, 3, 5, 7))));
-    COMMIT;
-    PERFORM say(label, take_by(edition, 'r7', 10));
-    COMMIT;
-    PERFORM say(label, format('%s: %s attempts %s, %s%s', m.payload ->> 'n',
-                              CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
-                                   WHEN m.leased_by IS NOT NULL THEN 'leased by ' || m.leased_by
-                                   ELSE 'pending' END,
-                              m.attempts, coalesce(m.last_error, 'no error'),
-                              CASE WHEN m.leased_by IS NOT NULL AND m.not_before <= now()
-                                   THEN ' (lease over)' ELSE '' END))
-    FROM (SELECT * FROM inbox.outbox_messages ORDER BY ordinal) m;
+    CALL say(label, format('released %s', inbox.relay_release(ids_of(2, 3, 5, 7))));
+    CALL say(label, take_by(edition, 'r7', 10));
+    INSERT INTO scenario_lines (label, line)
+    SELECT label, format('%s: %s attempts %s, %s%s', m.payload ->> 'n',
+                         CASE WHEN m.dead_at IS NOT NULL THEN 'dead'
+                              WHEN m.leased_by IS NOT NULL THEN 'leased by ' || m.leased_by
+                              ELSE 'pending' END,
+                         m.attempts, coalesce(m.last_error, 'no error'),
+                         CASE WHEN m.leased_by IS NOT NULL AND m.not_before <= now()
+                              THEN ' (lease over)' ELSE '' END)
+    FROM inbox.outbox_messages m ORDER BY m.ordinal;
     -- Settled whatever their state (leased, pending, dead: a late relay did publish it), each
     -- once however often it is named, an unknown id or a NULL settling nothing; with retention
     -- 0, deleted without a record.
-    PERFORM say(label, done_by(edition, ids_of(2, 3, 5, 2) || ARRAY[NULL, gen_random_uuid()]));
+    CALL say(label, done_by(edition, ids_of(2, 3, 5, 2) || ARRAY[NULL, gen_random_uuid()]));
     PERFORM set_config('inbox.outbox_retention', '0', false);
-    PERFORM say(label, done_by(edition, ids_of(7, 8)));
+    CALL say(label, done_by(edition, ids_of(7, 8)));
     RESET inbox.outbox_retention;
-    PERFORM say(label, done_by(edition, ids_of(10, 6, 9)));
-    PERFORM say(label, format('left: %s', string_agg(m.payload ->> 'n', ' ' ORDER BY m.ordinal)))
+    CALL say(label, done_by(edition, ids_of(10, 6, 9)));
+    INSERT INTO scenario_lines (label, line)
+    SELECT label, format('left: %s', string_agg(m.payload ->> 'n', ' ' ORDER BY m.ordinal))
     FROM inbox.outbox_messages m;
-    PERFORM say(label, r.line)
-    FROM (SELECT format('record: %s %s attempts %s, %s, cause %s, delivered after its send %s',
-                        d.destination, coalesce(d.key, '-'), d.attempts,
-                        coalesce(d.last_error, 'no error'),
-                        coalesce(d.cause_consumer || ' ' || d.cause_message_id, '-'),
-                        d.delivered_at >= d.created_at) AS line
-          FROM inbox.outbox_delivered d ORDER BY 1) r;
+    INSERT INTO scenario_lines (label, line)
+    SELECT label, format('record: %s %s attempts %s, %s, cause %s, delivered after its send %s',
+                         d.destination, coalesce(d.key, '-'), d.attempts,
+                         coalesce(d.last_error, 'no error'),
+                         coalesce(d.cause_consumer || ' ' || d.cause_message_id, '-'),
+                         d.delivered_at >= d.created_at) AS line
+    FROM inbox.outbox_delivered d ORDER BY line;
     RESET inbox.outbox_max_attempts;
 END $$;
 -- The lines of a scenario, numbered.
@@ -355,8 +348,8 @@ COMMIT;
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 UPDATE inbox.outbox_scan_floor SET floor = 0, checkpoint_ordinal = 0, checkpoint_xid = '0';
-DROP PROCEDURE take_scenario(text, text);
+DROP PROCEDURE take_scenario(text, text), say(text, text);
 DROP FUNCTION take_by(text, text, integer, text[]), ids_of(integer[]), done_by(text, uuid[]),
     expire_leases(), take_own_locked(text), take_sqlstate(text), done_sqlstate(text),
-    walk_scenario(text), own_writes(text), say(text, text), lines_of(text);
+    walk_scenario(text), own_writes(text), lines_of(text);
 DROP TABLE scenario_lines;
