@@ -142,6 +142,16 @@ RESET inbox.outbox_max_attempts;
 DELETE FROM inbox.outbox_messages;
 DELETE FROM inbox.outbox_delivered;
 
+-- A failure's error is kept to its first 1,000 characters; one without an error (NULL) keeps
+-- none.
+SELECT count(inbox.send('d', to_jsonb(g))) FROM generate_series(1, 2) g;
+SELECT count(*) AS taken FROM inbox.relay_take('r');
+SELECT inbox.relay_failed(array_agg(id), repeat('e', 2000)) AS failed FROM inbox.outbox_messages;
+SELECT inbox.relay_failed(array_agg(id), NULL) AS failed FROM inbox.outbox_messages
+WHERE payload = '2';
+SELECT payload, attempts, length(last_error) AS kept FROM inbox.outbox_messages ORDER BY payload;
+DELETE FROM inbox.outbox_messages;
+
 -- Bad input: a clear error with its SQLSTATE, and nothing written.
 \set VERBOSITY sqlstate
 SELECT inbox.send(NULL, '{}');
