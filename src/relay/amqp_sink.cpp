@@ -110,8 +110,7 @@ void AmqpSink::connect() {
     timeval timeout{.tv_sec = 5, .tv_usec = 0};
     if (int status = amqp_socket_open_noblock(socket, host_.c_str(), port_, &timeout);
         status != AMQP_STATUS_OK) {
-        disconnect();
-        throw SinkError(std::string("cannot connect: ") + amqp_error_string2(status));
+        give_up(std::string("cannot connect: ") + amqp_error_string2(status));
     }
     // rabbitmq-c serves heartbeats only inside its calls: an idle relay calls keep_alive.
     std::string error =
@@ -119,8 +118,7 @@ void AmqpSink::connect() {
                                AMQP_SASL_METHOD_PLAIN, user_.c_str(), password_.c_str()));
     if (!error.empty()) {
         std::string reason = tls_ ? tls_reason() : "";
-        disconnect();
-        throw SinkError("login refused: " + error + reason);
+        give_up("login refused: " + error + reason);
     }
     open_channel();
 }
@@ -129,8 +127,7 @@ amqp_socket_t* AmqpSink::new_socket() {
     amqp_socket_t* socket =
         tls_ ? amqp_ssl_socket_new(connection_) : amqp_tcp_socket_new(connection_);
     if (socket == nullptr) {
-        disconnect();
-        throw SinkError("could not create a socket");
+        give_up("could not create a socket");
     }
     if (!tls_) return socket;
     // Never a broker whose certificate no trusted CA signed, or made out to another host.
@@ -141,17 +138,15 @@ amqp_socket_t* AmqpSink::new_socket() {
                              static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket))) == 1
                        : amqp_ssl_socket_set_cacert(socket, ca_file_.c_str()) == AMQP_STATUS_OK;
     if (!trusted) {
-        disconnect();
-        throw SinkError("cannot read the CA certificates " +
-                        (ca_file_.empty() ? std::string("of the system") : "in " + ca_file_));
+        give_up("cannot read the CA certificates " +
+                (ca_file_.empty() ? std::string("of the system") : "in " + ca_file_));
     }
     // For a broker that asks for the client's certificate; it also checks that the key is the
     // certificate's.
     if (!cert_file_.empty() &&
         amqp_ssl_socket_set_key(socket, cert_file_.c_str(), key_file_.c_str()) != AMQP_STATUS_OK) {
-        disconnect();
-        throw SinkError("cannot use the certificate " + cert_file_ + " with the key " + key_file_ +
-                        " (unreadable, not PEM, or not the certificate's key)");
+        give_up("cannot use the certificate " + cert_file_ + " with the key " + key_file_ +
+                " (unreadable, not PEM, or not the certificate's key)");
     }
     return socket;
 }
@@ -164,8 +159,7 @@ void AmqpSink::open_channel() {
         error = reply_error(amqp_get_rpc_reply(connection_));
     }
     if (!error.empty()) {
-        disconnect();
-        throw SinkError("cannot open a channel with publisher confirms: " + error);
+        give_up("cannot open a channel with publisher confirms: " + error);
     }
     channel_open_ = true;
     next_delivery_tag_ = 1;
@@ -181,6 +175,11 @@ void AmqpSink::disconnect() {
     awaited_.clear();
     return_reason_.clear();
     returned_.clear();
+}
+
+void AmqpSink::give_up(const std::string& why) {
+    disconnect();
+    throw SinkError(why);
 }
 
 std::string AmqpSink::reply_error(amqp_rpc_reply_t reply) {

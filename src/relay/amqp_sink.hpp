@@ -40,9 +40,8 @@ class AmqpSink : public Sink {
     double keep_alive_seconds() const override;
     // The broker confirms a persistent message once it is on disk, which it syncs now and then:
     // while the relay awaits the oldest batch's confirms, then settles it and takes the next,
-    // the broker needs more than one batch to work on, or it idles (relay_throughput.sh in
-    // batches of 500: 0.81 to 0.97 of the hand-written relay with two, 1.03 to 1.12 with three,
-    // in alternating runs).
+    // the broker needs more than one batch to work on, or it idles (three rather than two:
+    // docs/outbox.md, the relay's throughput; four did no better).
     size_t most_batches_in_flight() const override { return 3; }
 
   private:
@@ -56,6 +55,8 @@ class AmqpSink : public Sink {
     amqp_socket_t* new_socket();
     void open_channel();
     void disconnect();
+    // A connection that cannot be made: closed, and SinkError with why.
+    [[noreturn]] void give_up(const std::string& why);
     // Drops the connection: what is not yet answered, in every batch in flight, stays unsent,
     // with the reason.
     void lose_connection(const std::string& reason);

@@ -40,23 +40,17 @@ bool parse_unroutable(const std::string& text) {
     return text == "fail";
 }
 
-int parse_heartbeat(const std::string& text) {
+// A whole number from low to high; `what` names it in the error ("a whole number of seconds").
+int parse_whole(std::string_view flag, std::string_view what, const std::string& text, long low,
+                long high) {
     char* end = nullptr;
-    long seconds = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || seconds < 0 || seconds > 3600) {
-        throw UsageError("--heartbeat must be a whole number of seconds from 0 to 3600, not '" +
-                         text + "'");
+    long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || value < low || value > high) {
+        throw UsageError(std::string(flag) + " must be " + std::string(what) + " from " +
+                         std::to_string(low) + " to " + std::to_string(high) + ", not '" + text +
+                         "'");
     }
-    return static_cast<int>(seconds);
-}
-
-int parse_batch(const std::string& text) {
-    char* end = nullptr;
-    long batch = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || batch < 1 || batch > 10000) {
-        throw UsageError("--batch must be a whole number from 1 to 10000, not '" + text + "'");
-    }
-    return static_cast<int>(batch);
+    return static_cast<int>(value);
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -106,7 +100,9 @@ const std::vector<OptionSpec>& option_specs() {
          "relays with different sinks can serve one database",
          [](RelayOptions& o, const std::string& v) { o.destinations = split_list(v); }},
         {"--batch", "INBOX_RELAY_BATCH", "N", "messages taken at a time (default 100)",
-         [](RelayOptions& o, const std::string& v) { o.batch = parse_batch(v); }},
+         [](RelayOptions& o, const std::string& v) {
+             o.batch = parse_whole("--batch", "a whole number", v, 1, 10000);
+         }},
         {"--lease", "INBOX_RELAY_LEASE", "SECONDS",
          "how long a batch is ours to publish; then another relay may take it\n"
          "(default 30)",
@@ -137,7 +133,10 @@ const std::vector<OptionSpec>& option_specs() {
          "RabbitMQ: AMQP heartbeats (default 60, as the broker's; 0: none), so that\n"
          "a connection lost while the relay is idle shows, and one idle behind a\n"
          "firewall or load balancer is kept",
-         [](RelayOptions& o, const std::string& v) { o.heartbeat_seconds = parse_heartbeat(v); }},
+         [](RelayOptions& o, const std::string& v) {
+             o.heartbeat_seconds =
+                 parse_whole("--heartbeat", "a whole number of seconds", v, 0, 3600);
+         }},
     };
     return specs;
 }

@@ -25,8 +25,9 @@ def scenario_parser():
     parser.add_argument("--pghost", required=True)
     parser.add_argument("--amqp-port", type=int, required=True)
     parser.add_argument("--work", required=True)
-    # The broker's AMQP over TLS, and the CAs of the test (ca.pem signed the broker's
-    # certificate, for localhost; other-ca.pem signed nothing of it).
+    # The broker's AMQP over TLS, and the certificates of the test (test/relay/run.sh: ca.pem
+    # signed the broker's, for localhost, and relay.pem, which the broker asks for; other-ca.pem
+    # signed relay-other-ca.pem only).
     parser.add_argument("--amqps-port", type=int)
     parser.add_argument("--tls-dir")
     return parser

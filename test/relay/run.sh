@@ -23,8 +23,9 @@ trap 'exit 1' INT TERM
 # (prepared transactions: relay_test.py's producer commits one in two phases)
 cluster_start "$bindir" "$work/pg" "shared_preload_libraries = 'inbox'" "fsync = off" \
     "max_prepared_transactions = 2" "log_line_prefix = '%m [%p] %q%a '" || exit 1
-# The broker's AMQP over TLS (tls_test.py): a CA of the test's own, the broker's certificate for
-# localhost signed by it, and another CA that signed nothing of the broker's.
+# The broker's AMQP over TLS (tls_test.py): a CA of the test's own, which signed the broker's
+# certificate for localhost and the relay's own, and another CA, which signed a relay certificate
+# only.
 rabbitmq_tls_dir=$work/tls
 mkdir -p "$rabbitmq_tls_dir"
 make_ca() {

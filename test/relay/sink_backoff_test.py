@@ -16,7 +16,8 @@ it (docs/outbox.md, "Failures"): each take counts an attempt, so a relay that re
   every time it was taken, until every message of the batch was dead.
 - RabbitMQ: a relay idle for 5 s with --heartbeat 1 keeps its connection (one connection, no
   loss) and publishes the next message on it; without its heartbeats the broker closes an idle
-  connection after two missed.
+  connection after two missed. Closed by the broker while idle, the connection's loss is said (a
+  "lost" line, as under a batch) and the connection made again before the next message.
 - A --db that libpq cannot parse is a bad option: exit status 2, not a database to wait for.
 
 Run as a scenario of test/relay/run.sh: test/relay/run.sh WORKDIR BINDIR sink_backoff_test.py"""
